@@ -1,0 +1,155 @@
+//! One error type for the engine. Each variant is named for what happened and maps to exactly one
+//! PHP exception class (`src/error_map.rs` in the extension is the only place that knows those names).
+
+use std::fmt;
+
+/// Result of every fallible engine call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A boxed cause from below the engine (io, a Redis driver), kept for its message.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong, carrying the resource and the store's redacted name where known.
+/// Messages never contain a token or a credential: stores only hand in redacted names.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A caller passed a value the engine cannot use (a lock directory that cannot be created, ...).
+    #[error("{message}")]
+    InvalidArgument { message: String },
+
+    /// A TTL that is not a positive, finite number of seconds.
+    #[error("{message}")]
+    InvalidTtl { message: String },
+
+    /// Someone else holds the lock (or this key no longer owns it).
+    #[error("The \"{resource}\" lock is held by someone else ({store}).")]
+    Conflict { resource: String, store: String },
+
+    /// The lock's lifetime ran out before the operation completed.
+    #[error("{message}")]
+    Expired { message: String },
+
+    /// The store itself failed (file system, network).
+    #[error("{message}")]
+    Storage {
+        message: String,
+        #[source]
+        source: Option<Cause>,
+    },
+
+    /// The key is bound to this process (a flock handle) and cannot travel.
+    #[error("The \"{resource}\" key cannot be serialized: {reason}.")]
+    Unserializable { resource: String, reason: String },
+
+    /// Acquiring (or extending) failed for a reason other than a conflict; `source` says why.
+    #[error("{message}")]
+    Acquiring {
+        message: String,
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// Releasing failed; `source` says why.
+    #[error("{message}")]
+    Releasing {
+        message: String,
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+/// The kind of an [`Error`], cheap to copy and to match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// See [`Error::InvalidArgument`].
+    InvalidArgument,
+    /// See [`Error::InvalidTtl`].
+    InvalidTtl,
+    /// See [`Error::Conflict`].
+    Conflict,
+    /// See [`Error::Expired`].
+    Expired,
+    /// See [`Error::Storage`].
+    Storage,
+    /// See [`Error::Unserializable`].
+    Unserializable,
+    /// See [`Error::Acquiring`].
+    Acquiring,
+    /// See [`Error::Releasing`].
+    Releasing,
+}
+
+impl Error {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Error::InvalidTtl { .. } => ErrorKind::InvalidTtl,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::Expired { .. } => ErrorKind::Expired,
+            Error::Storage { .. } => ErrorKind::Storage,
+            Error::Unserializable { .. } => ErrorKind::Unserializable,
+            Error::Acquiring { .. } => ErrorKind::Acquiring,
+            Error::Releasing { .. } => ErrorKind::Releasing,
+        }
+    }
+
+    /// True when someone else holds the lock.
+    pub fn is_conflict(&self) -> bool {
+        self.kind() == ErrorKind::Conflict
+    }
+
+    /// The engine error this one wraps (the PHP exception's `previous`), if any.
+    pub fn cause(&self) -> Option<&Error> {
+        match self {
+            Error::Acquiring { source, .. } | Error::Releasing { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn invalid_argument(message: impl fmt::Display) -> Self {
+        Error::InvalidArgument {
+            message: message.to_string(),
+        }
+    }
+
+    pub(crate) fn storage(message: impl fmt::Display, source: impl Into<Cause>) -> Self {
+        Error::Storage {
+            message: message.to_string(),
+            source: Some(source.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acquiring_error_exposes_its_cause_for_the_previous_chain() {
+        let conflict = Error::Conflict {
+            resource: "r".into(),
+            store: "InMemoryStore".into(),
+        };
+        let err = Error::Acquiring {
+            message: "Failed".into(),
+            source: Box::new(conflict),
+        };
+        assert_eq!(err.kind(), ErrorKind::Acquiring);
+        assert!(err.cause().is_some_and(Error::is_conflict));
+        assert!(!err.is_conflict());
+    }
+
+    #[test]
+    fn conflict_message_names_resource_and_store() {
+        let err = Error::Conflict {
+            resource: "orders:42".into(),
+            store: "FlockStore(/tmp)".into(),
+        };
+        let text = err.to_string();
+        assert!(
+            text.contains("orders:42") && text.contains("FlockStore(/tmp)"),
+            "{text}"
+        );
+    }
+}

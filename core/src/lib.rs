@@ -1,0 +1,34 @@
+//! The Deadbolt lock engine: Symfony-Lock semantics in plain Rust, with no PHP symbols, so that
+//! `cargo test` reaches every rule without an interpreter.
+//!
+//! # Layout
+//!
+//! - [`error`]: the one error type; its variants follow symfony/lock's exception table.
+//! - [`ttl`]: a validated time-to-live (positive, finite seconds).
+//! - [`lifetime`]: a key's expiry on the monotonic clock.
+//! - [`token`]: owner tokens, in symfony/lock's format.
+//! - [`process`]: the current pid, which makes state inherited through `fork()` inert.
+//! - [`key`]: resource, token, lifetime and the store's per-key state.
+//! - [`store`]: the `Store` trait, its capability traits, and the flock and in-memory stores.
+//! - [`lock`]: the rules for acquire, refresh and release, and the log events they emit.
+//! - [`event`]: what a lock reports to a logger (PSR-3 in the extension).
+
+pub mod error;
+pub mod event;
+pub mod key;
+pub mod lifetime;
+pub mod lock;
+pub mod process;
+pub mod store;
+pub mod token;
+pub mod ttl;
+
+pub use error::{Error, ErrorKind, Result};
+pub use event::{Event, EventSink, Level, Silent};
+pub use key::Key;
+pub use lock::{Lock, SharedKey};
+pub use store::flock::FlockStore;
+pub use store::flock_path::lock_file_name;
+pub use store::memory::InMemoryStore;
+pub use store::{BlockingSharedStore, BlockingStore, SharedStore, Store};
+pub use ttl::Ttl;

@@ -1,0 +1,71 @@
+//! Engine errors to PHP exceptions: the only place that knows which class each error becomes.
+//! The exception object is built here (message, code 0, previous) so that the same object can be
+//! thrown and handed to the logger as `exception`.
+
+use deadbolt_core::{Error, ErrorKind};
+use ext_php_rs::exception::PhpException;
+use ext_php_rs::types::{ZendObject, Zval};
+use ext_php_rs::zend::ClassEntry;
+
+use crate::exceptions::ExceptionClass;
+
+/// The PHP class for an engine error.
+fn class_of(err: &Error) -> ExceptionClass {
+    match err.kind() {
+        ErrorKind::InvalidArgument => ExceptionClass::InvalidArgument,
+        ErrorKind::InvalidTtl => ExceptionClass::InvalidTtl,
+        ErrorKind::Conflict => ExceptionClass::LockConflicted,
+        ErrorKind::Expired => ExceptionClass::LockExpired,
+        ErrorKind::Storage => ExceptionClass::LockStorage,
+        ErrorKind::Unserializable => ExceptionClass::UnserializableKey,
+        ErrorKind::Acquiring => ExceptionClass::LockAcquiring,
+        ErrorKind::Releasing => ExceptionClass::LockReleasing,
+    }
+}
+
+/// A new exception object of class `ce` with `message` and `previous`, constructed as PHP code
+/// would (`new X($message, 0, $previous)`), so file, line and trace point at the calling PHP code.
+pub fn new_exception(ce: &ClassEntry, message: &str, previous: Option<Zval>) -> Option<Zval> {
+    let object = ZendObject::new(ce);
+    let code = 0i64;
+    let constructed = match &previous {
+        Some(previous) => object.try_call_method("__construct", vec![&message, &code, previous]),
+        None => object.try_call_method("__construct", vec![&message, &code]),
+    };
+    constructed.ok()?;
+    let mut zval = Zval::new();
+    ext_php_rs::convert::IntoZval::set_zval(object, &mut zval, false).ok()?;
+    Some(zval)
+}
+
+/// The exception object for `err`, with its cause chain as `previous`.
+pub fn exception_object(err: &Error) -> Option<Zval> {
+    let previous = err.cause().and_then(exception_object);
+    new_exception(class_of(err).entry(), &err.to_string(), previous)
+}
+
+/// Wraps an exception object (or, should building it fail, a plain one) for throwing.
+pub fn throwable(err: &Error, object: Option<Zval>) -> PhpException {
+    let class = class_of(err);
+    let exception = PhpException::new(err.to_string(), 0, class.entry());
+    match object {
+        Some(object) => exception.with_object(object),
+        None => exception,
+    }
+}
+
+/// Converts an engine error into the exception to throw.
+pub fn to_php(err: Error) -> PhpException {
+    let object = exception_object(&err);
+    throwable(&err, object)
+}
+
+/// A `Deadbolt\Exception\InvalidArgumentException` with `message`.
+pub fn invalid_argument(message: String) -> PhpException {
+    to_php(Error::InvalidArgument { message })
+}
+
+/// A `\TypeError` as PHP raises for a wrong argument type.
+pub fn type_error(message: String) -> PhpException {
+    PhpException::new(message, 0, ext_php_rs::zend::ce::type_error())
+}

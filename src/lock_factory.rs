@@ -1,0 +1,72 @@
+//! `Deadbolt\LockFactory`: makes locks on one store, all reporting to one logger.
+// PHP takes parameter names from the Rust names, and symfony/lock spells them in camelCase
+// (`$autoRelease`, `$lockPath`): reflection and named arguments must match.
+#![allow(non_snake_case)]
+
+use std::sync::Arc;
+
+use deadbolt_core::{Lock, Store};
+use ext_php_rs::binary_slice::BinarySlice;
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::{ZendObject, Zval};
+
+use crate::args;
+use crate::key::PhpKey;
+use crate::lock::PhpLock;
+use crate::stores::engine_store_arg;
+
+#[php_class]
+#[php(name = "Deadbolt\\LockFactory")]
+pub struct PhpLockFactory {
+    store: Arc<dyn Store>,
+    logger: Option<Zval>,
+}
+
+impl PhpLockFactory {
+    fn lock(&self, key: &PhpKey, ttl: Option<f64>, auto_release: bool) -> PhpResult<PhpLock> {
+        let ttl = args::optional_ttl(ttl)?;
+        let lock = Lock::new(key.inner.clone(), self.store.clone(), ttl, auto_release);
+        let logger = self.logger.as_ref().map(Zval::shallow_clone);
+        Ok(PhpLock::new(lock, logger))
+    }
+}
+
+#[php_impl]
+impl PhpLockFactory {
+    pub fn __construct(store: &ZendObject) -> PhpResult<Self> {
+        let store = engine_store_arg(
+            store,
+            "Deadbolt\\LockFactory::__construct(): Argument #1 ($store)",
+        )?;
+        Ok(PhpLockFactory {
+            store,
+            logger: None,
+        })
+    }
+
+    #[php(defaults(ttl = 300.0, autoRelease = true))]
+    pub fn create_lock(
+        &self,
+        resource: BinarySlice<u8>,
+        ttl: Option<f64>,
+        autoRelease: bool,
+    ) -> PhpResult<PhpLock> {
+        let key = PhpKey::for_resource(&resource);
+        self.lock(&key, ttl, autoRelease)
+    }
+
+    #[php(defaults(ttl = 300.0, autoRelease = true))]
+    pub fn create_lock_from_key(
+        &self,
+        key: &PhpKey,
+        ttl: Option<f64>,
+        autoRelease: bool,
+    ) -> PhpResult<PhpLock> {
+        self.lock(key, ttl, autoRelease)
+    }
+
+    /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.
+    pub fn set_logger(&mut self, logger: &mut ZendObject) {
+        self.logger = Some(args::object_zval(logger));
+    }
+}

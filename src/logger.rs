@@ -1,0 +1,52 @@
+//! PSR-3 logging. Engine events are collected during a call and sent to the logger afterwards,
+//! once the key is no longer borrowed, so a logger may touch the lock without deadlocking.
+
+use deadbolt_core::{Event, EventSink};
+use ext_php_rs::binary::Binary;
+use ext_php_rs::types::{ZendHashTable, Zval};
+
+/// One recorded event. `with_error` marks the event whose context carries the exception the call
+/// ends with.
+#[derive(Debug)]
+pub struct Recorded {
+    level: &'static str,
+    message: &'static str,
+    ttl: Option<f64>,
+    with_error: bool,
+}
+
+/// Collects the events of one call.
+#[derive(Debug, Default)]
+pub struct EventLog {
+    events: Vec<Recorded>,
+}
+
+impl EventSink for EventLog {
+    fn emit(&mut self, event: Event<'_>) {
+        self.events.push(Recorded {
+            level: event.level.as_str(),
+            message: event.message,
+            ttl: event.ttl,
+            with_error: event.error.is_some(),
+        });
+    }
+}
+
+impl EventLog {
+    /// Sends the events to `logger` (`$logger->log($level, $message, $context)`). Failures of the
+    /// logger itself are left to PHP (an exception it throws propagates as usual).
+    pub fn send(self, logger: Option<&Zval>, resource: &[u8], exception: Option<&Zval>) {
+        let Some(logger) = logger else { return };
+        for event in self.events {
+            let mut context = ZendHashTable::new();
+            let _ = context.insert("resource", Binary::new(resource.to_vec()));
+            if let Some(ttl) = event.ttl {
+                let _ = context.insert("ttl", ttl);
+            }
+            if let (true, Some(exception)) = (event.with_error, exception) {
+                let _ = context.insert("exception", exception.shallow_clone());
+            }
+            let _ = logger.try_call_method("log", vec![&event.level, &event.message, &context]);
+        }
+    }
+}
