@@ -9,7 +9,7 @@
 //! - [`token`]: owner tokens, in symfony/lock's format.
 //! - [`process`]: the current pid, which makes state inherited through `fork()` inert.
 //! - [`key`]: resource, token, lifetime and the store's per-key state.
-//! - [`store`]: the `Store` trait, its capability traits, and the flock and in-memory stores.
+//! - [`store`]: the `Store` trait, its capability traits, and the flock, in-memory and Redis stores.
 //! - [`lock`]: the rules for acquire, refresh and release, and the log events they emit.
 //! - [`event`]: what a lock reports to a logger (PSR-3 in the extension).
 
@@ -30,5 +30,6 @@ pub use lock::{Lock, SharedKey};
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memory::InMemoryStore;
-pub use store::{BlockingSharedStore, BlockingStore, SharedStore, Store};
+pub use store::redis::RedisStore;
+pub use store::{BlockingSharedStore, BlockingStore, ExpiringStore, SharedStore, Store};
 pub use ttl::Ttl;

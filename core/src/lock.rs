@@ -74,12 +74,19 @@ impl Lock {
     /// [`Error::Acquiring`] with the cause when the store fails or the lock expired at once.
     pub fn acquire(&mut self, blocking: bool, sink: &mut dyn EventSink) -> Result<bool> {
         let store = Arc::clone(&self.store);
+        let ttl = self.ttl;
         self.acquire_with(blocking, messages::ACQUIRED, sink, |key| {
-            if blocking {
+            // A store whose locks expire takes the lock with this lock's TTL in one call.
+            if let (Some(ttl), Some(expiring)) = (ttl, store.as_expiring()) {
+                let save = |key: &mut Key| expiring.save_for(key, ttl);
+                return until_saved(blocking, key, save).map(|()| true);
+            }
+            let saved = if blocking {
                 store::wait_and_save(store.as_ref(), key)
             } else {
                 store.save(key)
-            }
+            };
+            saved.map(|()| false)
         })
     }
 
@@ -93,12 +100,18 @@ impl Lock {
             sink.emit(Event::new(Level::Debug, messages::READ_FALLBACK));
             return self.acquire(blocking, sink);
         }
+        let ttl = self.ttl;
         self.acquire_with(blocking, messages::ACQUIRED_READ, sink, |key| {
-            if blocking {
+            if let (Some(ttl), Some(expiring)) = (ttl, store.as_expiring()) {
+                let save = |key: &mut Key| expiring.save_read_for(key, ttl);
+                return until_saved(blocking, key, save).map(|()| true);
+            }
+            let saved = if blocking {
                 store::wait_and_save_read(store.as_ref(), key)
             } else {
                 store::save_read(store.as_ref(), key)
-            }
+            };
+            saved.map(|()| false)
         })
     }
 
@@ -107,18 +120,21 @@ impl Lock {
         blocking: bool,
         acquired_message: &'static str,
         sink: &mut dyn EventSink,
-        save: impl FnOnce(&mut Key) -> Result<()>,
+        save: impl FnOnce(&mut Key) -> Result<bool>,
     ) -> Result<bool> {
         let key = Arc::clone(&self.key);
         let mut key = key.lock();
         key.adopt_if_inherited();
         key.reset_lifetime();
         let saved = save(&mut key);
-        let outcome = saved.and_then(|()| {
+        let outcome = saved.and_then(|ttl_applied| {
             self.dirty = true;
             sink.emit(Event::new(Level::Debug, acquired_message));
-            if let Some(ttl) = self.ttl {
-                self.refresh_key(&mut key, ttl, sink)?;
+            match self.ttl {
+                // Saved with the TTL already: report it as symfony/lock's refresh would.
+                Some(ttl) if ttl_applied => sink.emit(refreshed(ttl)),
+                Some(ttl) => self.refresh_key(&mut key, ttl, sink)?,
+                None => {}
             }
             if key.is_expired() {
                 // Cleanup after a failure never replaces it: a failed delete here is dropped,
@@ -200,9 +216,7 @@ impl Lock {
         });
         match result {
             Ok(()) => {
-                let mut event = Event::new(Level::Debug, messages::REFRESHED);
-                event.ttl = Some(ttl.as_secs());
-                sink.emit(event);
+                sink.emit(refreshed(ttl));
                 Ok(())
             }
             Err(e) if e.is_conflict() => {
@@ -286,23 +300,55 @@ impl Lock {
     }
 }
 
-impl Drop for Lock {
-    /// Releases a lock that dies while held, silently: this may run during PHP's shutdown, where
-    /// neither an exception nor a log call is possible. A lock inherited through fork() is left
-    /// alone, and so is one whose key is busy (never the case in single-threaded PHP).
-    fn drop(&mut self) {
+impl Lock {
+    /// The release of a lock that dies while held (symfony/lock's destructor), silent: it may run
+    /// during PHP's shutdown, where neither an exception nor a log call is possible. Does nothing
+    /// when auto-release is off, when the lock is not held, or when it was inherited through fork().
+    pub fn release_on_death(&mut self) {
         if !self.auto_release || !self.dirty {
             return;
         }
         let Some(mut key) = self.key.try_lock() else {
+            // Never the case in single-threaded PHP; waiting here could only deadlock.
             return;
         };
         if key.is_inherited() {
             return;
         }
-        if matches!(self.store.exists(&key), Ok(true)) {
-            // Nothing can report a failure from here; the store's expiry is the fallback.
-            let _ = self.store.delete(&mut key);
+        // delete() is owner-checked, so no exists() round trip first. Nothing can report a
+        // failure from here; the store's expiry is the fallback.
+        let _ = self.store.delete(&mut key);
+        drop(key);
+        self.dirty = false;
+    }
+}
+
+impl Drop for Lock {
+    /// The last line of defence (after a fatal error PHP runs no destructors): only for stores
+    /// that need no PHP call. The others were released by `Lock::__destruct`.
+    fn drop(&mut self) {
+        if self.store.releases_from_drop() {
+            self.release_on_death();
         }
+    }
+}
+
+/// The log event of a successful extension, symfony/lock's "Expiration defined" message.
+fn refreshed(ttl: Ttl) -> Event<'static> {
+    let mut event = Event::new(Level::Debug, messages::REFRESHED);
+    event.ttl = Some(ttl.as_secs());
+    event
+}
+
+/// One save, or a polling wait until it stops conflicting.
+fn until_saved(
+    blocking: bool,
+    key: &mut Key,
+    mut save: impl FnMut(&mut Key) -> Result<()>,
+) -> Result<()> {
+    if blocking {
+        store::poll(|| save(key))
+    } else {
+        save(key)
     }
 }

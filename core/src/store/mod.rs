@@ -6,6 +6,7 @@
 pub mod flock;
 pub mod flock_path;
 pub mod memory;
+pub mod redis;
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ const POLL_JITTER_MS: u64 = 10;
 
 /// What every store does. Errors: a held lock is [`crate::Error::Conflict`]; anything else that
 /// goes wrong in the store is [`crate::Error::Storage`].
-pub trait Store: Send + Sync {
+pub trait Store {
     /// The store's name for messages, e.g. `FlockStore(/var/lib/app/locks)`. Never holds a secret.
     fn name(&self) -> &str;
 
@@ -45,6 +46,17 @@ pub trait Store: Send + Sync {
     /// Storage when the store fails.
     fn exists(&self, key: &Key) -> Result<bool>;
 
+    /// Whether a lock may be released from Rust's `Drop` (no PHP call on the way). Stores that
+    /// talk through a PHP object answer false and are released by `Lock::__destruct` instead.
+    fn releases_from_drop(&self) -> bool {
+        true
+    }
+
+    /// The capability to take a lock with a given TTL in one step, if the store's locks expire.
+    fn as_expiring(&self) -> Option<&dyn ExpiringStore> {
+        None
+    }
+
     /// The shared-lock capability, if the store has it.
     fn as_shared(&self) -> Option<&dyn SharedStore> {
         None
@@ -68,6 +80,22 @@ pub trait SharedStore: Store {
     /// # Errors
     /// Conflict when a writer holds it; Storage when the store fails.
     fn save_read(&self, key: &mut Key) -> Result<()>;
+}
+
+/// Stores whose locks expire, and which can take a lock for a given TTL in one step (one round
+/// trip) instead of a save with the initial TTL followed by an extension.
+pub trait ExpiringStore: Store {
+    /// As [`Store::save`], for `ttl`.
+    ///
+    /// # Errors
+    /// As [`Store::save`]; [`crate::Error::Expired`] when the lock expired before it was taken.
+    fn save_for(&self, key: &mut Key, ttl: Ttl) -> Result<()>;
+
+    /// As [`SharedStore::save_read`], for `ttl`.
+    ///
+    /// # Errors
+    /// As [`Store::save`].
+    fn save_read_for(&self, key: &mut Key, ttl: Ttl) -> Result<()>;
 }
 
 /// Stores that can wait for an exclusive lock without polling.
@@ -125,7 +153,7 @@ pub fn wait_and_save_read(store: &dyn Store, key: &mut Key) -> Result<()> {
 
 /// Calls `save` until it stops reporting a conflict, sleeping 90-110 ms between attempts so that
 /// pollers started together spread out.
-fn poll(mut save: impl FnMut() -> Result<()>) -> Result<()> {
+pub(crate) fn poll(mut save: impl FnMut() -> Result<()>) -> Result<()> {
     loop {
         match save() {
             Err(e) if e.is_conflict() => {

@@ -1,0 +1,288 @@
+//! Redis connection strings: parsing, and the redacted form used in every message.
+//!
+//! `redis://[user[:password]@]host[:port][/db][?options]`, `rediss://...` (TLS, certificates
+//! verified, no way to turn that off) and `redis:///path/to/redis.sock` (unix socket).
+//! Options: `timeout` (connect, seconds), `read_timeout` (seconds), `password_env` (the NAME of an
+//! environment variable holding the password, so the secret stays out of configuration),
+//! `ca_file` (PEM bundle for `rediss`), `db`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+const DEFAULT_PORT: u16 = 6379;
+/// Connect timeout when the DSN names none.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Read and write timeout when the DSN names none.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where the server is.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Tcp { host: String, port: u16, tls: bool },
+    Unix(PathBuf),
+}
+
+/// A parsed DSN. `Debug` and `Display` never show the user name or the password.
+#[derive(Clone, PartialEq)]
+pub struct Dsn {
+    pub endpoint: Endpoint,
+    pub db: i64,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Dsn {
+    /// Parses `text`; the password may come from the environment variable named by `password_env`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming what is wrong, never quoting the DSN itself (it may hold a
+    /// password).
+    pub fn parse(text: &str) -> Result<Self> {
+        Self::parse_with_env(text, |name| std::env::var(name).ok())
+    }
+
+    fn parse_with_env(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let url = url::Url::parse(text).map_err(|e| bad(format!("it is not a valid URL ({e})")))?;
+        let tls = match url.scheme() {
+            "redis" => false,
+            "rediss" => true,
+            other => return Err(bad(format!("unsupported scheme \"{}\"", cut(other)))),
+        };
+        let decode = |part: &str| {
+            percent_encoding::percent_decode_str(part)
+                .decode_utf8()
+                .map(|s| s.into_owned())
+                .map_err(|_| bad("the user or password is not valid UTF-8 once decoded".into()))
+        };
+        let username = Some(url.username())
+            .filter(|u| !u.is_empty())
+            .map(decode)
+            .transpose()?;
+        let mut password = url.password().map(decode).transpose()?;
+        let mut dsn = Dsn {
+            endpoint: Endpoint::Unix(PathBuf::new()),
+            db: 0,
+            username,
+            password: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            ca_file: None,
+        };
+        let mut db_in_query = None;
+        for (name, value) in url.query_pairs() {
+            match name.as_ref() {
+                "timeout" => dsn.connect_timeout = seconds(&name, &value)?,
+                "read_timeout" => dsn.read_timeout = seconds(&name, &value)?,
+                "db" => db_in_query = Some(database(&value)?),
+                "ca_file" => dsn.ca_file = Some(PathBuf::from(value.as_ref())),
+                "password_env" => {
+                    let secret = env(&value).ok_or_else(|| {
+                        bad(format!(
+                            "the environment variable \"{}\" named by password_env is not set",
+                            cut(&value)
+                        ))
+                    })?;
+                    password = Some(secret);
+                }
+                other => return Err(bad(format!("unknown option \"{}\"", cut(other)))),
+            }
+        }
+        dsn.password = password;
+        match url.host_str().filter(|h| !h.is_empty()) {
+            Some(host) => {
+                let host = host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned();
+                let port = url.port().unwrap_or(DEFAULT_PORT);
+                dsn.endpoint = Endpoint::Tcp { host, port, tls };
+                let path = url.path().trim_start_matches('/');
+                if !path.is_empty() {
+                    dsn.db = database(path)?;
+                }
+            }
+            None => {
+                if tls {
+                    return Err(bad("TLS needs a host name, not a unix socket".into()));
+                }
+                let path = percent_encoding::percent_decode_str(url.path())
+                    .decode_utf8()
+                    .map_err(|_| bad("the socket path is not valid UTF-8".into()))?;
+                if path.is_empty() || path == "/" {
+                    return Err(bad("it names neither a host nor a socket path".into()));
+                }
+                dsn.endpoint = Endpoint::Unix(PathBuf::from(path.as_ref()));
+            }
+        }
+        if let Some(db) = db_in_query {
+            dsn.db = db;
+        }
+        if dsn.ca_file.is_some() && !tls {
+            return Err(bad("ca_file only applies to rediss:// (TLS)".into()));
+        }
+        Ok(dsn)
+    }
+
+    /// The redacted form, safe for messages: scheme, host, port, database; no user, no password.
+    pub fn redacted(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Dsn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.endpoint {
+            Endpoint::Tcp { host, port, tls } => {
+                let scheme = if *tls { "rediss" } else { "redis" };
+                if host.contains(':') {
+                    write!(f, "{scheme}://[{host}]:{port}/{}", self.db)
+                } else {
+                    write!(f, "{scheme}://{host}:{port}/{}", self.db)
+                }
+            }
+            Endpoint::Unix(path) => write!(f, "redis://{}?db={}", path.display(), self.db),
+        }
+    }
+}
+
+impl fmt::Debug for Dsn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dsn")
+            .field("endpoint", &self.to_string())
+            .field("username", &self.username.as_ref().map(|_| "<redacted>"))
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .finish()
+    }
+}
+
+fn bad(why: String) -> Error {
+    Error::InvalidArgument {
+        message: format!("Invalid Redis DSN: {why}."),
+    }
+}
+
+/// Option names and values quoted in messages are cut short: they come from user input.
+fn cut(text: &str) -> String {
+    text.chars().take(40).collect()
+}
+
+fn seconds(name: &str, value: &str) -> Result<Duration> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| bad(format!("{name} must be a number of seconds in (0, 3600]")))
+}
+
+fn database(value: &str) -> Result<i64> {
+    value
+        .parse::<i64>()
+        .ok()
+        .filter(|db| (0..=65535).contains(db))
+        .ok_or_else(|| bad("the database must be a number from 0".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(text: &str) -> Result<Dsn> {
+        Dsn::parse_with_env(text, |name| {
+            (name == "LOCK_PW").then(|| "s3cret".to_owned())
+        })
+    }
+
+    #[test]
+    fn parses_host_port_db_and_credentials() {
+        let dsn =
+            parse("redis://app:p%40ss@cache.internal:6380/3?timeout=0.5&read_timeout=1.5").unwrap();
+        assert!(
+            matches!(&dsn.endpoint, Endpoint::Tcp { host, port: 6380, tls: false } if host == "cache.internal")
+        );
+        assert_eq!(dsn.db, 3);
+        assert_eq!(dsn.username.as_deref(), Some("app"));
+        assert_eq!(dsn.password.as_deref(), Some("p@ss"));
+        assert_eq!(dsn.connect_timeout, Duration::from_millis(500));
+        assert_eq!(dsn.read_timeout, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn defaults_port_db_and_timeouts() {
+        let dsn = parse("redis://localhost").unwrap();
+        assert!(matches!(dsn.endpoint, Endpoint::Tcp { port: 6379, .. }));
+        assert_eq!(dsn.db, 0);
+        assert_eq!(dsn.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+    }
+
+    #[test]
+    fn parses_unix_sockets_and_tls() {
+        let dsn = parse("redis:///var/run/redis/redis.sock?db=2").unwrap();
+        assert!(
+            matches!(&dsn.endpoint, Endpoint::Unix(p) if p == &PathBuf::from("/var/run/redis/redis.sock"))
+        );
+        assert_eq!(dsn.db, 2);
+        let dsn = parse("rediss://h:6390?ca_file=/etc/ca.pem").unwrap();
+        assert!(matches!(dsn.endpoint, Endpoint::Tcp { tls: true, .. }));
+        assert_eq!(dsn.ca_file, Some(PathBuf::from("/etc/ca.pem")));
+    }
+
+    #[test]
+    fn takes_the_password_from_the_named_environment_variable() {
+        let dsn = parse("redis://h?password_env=LOCK_PW").unwrap();
+        assert_eq!(dsn.password.as_deref(), Some("s3cret"));
+        let err = parse("redis://h?password_env=MISSING")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("MISSING"), "{err}");
+    }
+
+    #[test]
+    fn refuses_bad_input_without_quoting_secrets() {
+        for text in [
+            "http://u:hunter2@h",
+            "redis://u:hunter2@h/notadb",
+            "redis://u:hunter2@h?bogus=1",
+            "redis://u:hunter2@h?timeout=-1",
+            "redis://u:hunter2@h?ca_file=/x",
+            "rediss:///sock",
+            "not a url hunter2",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument { .. }), "{text}");
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
+    }
+
+    #[test]
+    fn redacted_forms_hide_user_and_password() {
+        let dsn = parse("rediss://admin:hunter2@[::1]:7000/1").unwrap();
+        assert_eq!(dsn.redacted(), "rediss://[::1]:7000/1");
+        let shown = format!("{dsn:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("admin"),
+            "{shown}"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_never_panics_and_never_echoes_a_password(text in ".{0,80}", pw in "[a-z]{12}") {
+            let candidate = format!("redis://u:{pw}@{text}");
+            match parse(&candidate) {
+                Ok(dsn) => prop_assert!(!dsn.redacted().contains(&pw)),
+                Err(e) => prop_assert!(!e.to_string().contains(&pw)),
+            }
+            let _ = parse(&text);
+        }
+    }
+}

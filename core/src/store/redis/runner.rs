@@ -1,0 +1,44 @@
+//! "Run this lock script": the one thing the Redis store needs from a connection. The native
+//! connection (`native.rs`) implements it here; the extension implements it over PHP's `\Redis`,
+//! `\RedisCluster` and Predis objects, so an app can lend the connection it already has.
+
+use crate::store::redis::scripts::LockScript;
+
+/// Why a script did not run. Messages are safe to show: endpoints only, never credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The server could not be reached or the connection broke (refused, reset, timed out).
+    Connection(String),
+    /// The server answered with an error (wrong password, wrong key type, script error).
+    Server(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Connection(m) | RunError::Server(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Runs lock scripts against one Redis endpoint.
+pub trait ScriptRunner {
+    /// The endpoint for messages, e.g. `redis://10.0.0.5:6379/0` or `\Redis(10.0.0.5:6379)`.
+    fn name(&self) -> &str;
+
+    /// Runs `script` with `KEYS = [resource]` and `ARGV = args`; returns its integer reply.
+    ///
+    /// # Errors
+    /// [`RunError`] when the script could not run or the server answered with an error.
+    fn run(&self, script: &LockScript, resource: &[u8], args: &[&[u8]]) -> Result<i64, RunError>;
+
+    /// Whether this runner may be used where PHP must not be called (a `Drop`, another thread).
+    fn is_native(&self) -> bool;
+
+    /// A warning noticed while connecting (an eviction policy that can drop locks), once.
+    fn take_warning(&self) -> Option<String> {
+        None
+    }
+}

@@ -1,0 +1,54 @@
+//! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is the
+//! shared prelude plus one operation, sent by SHA (EVALSHA) and loaded on NOSCRIPT.
+
+use std::sync::LazyLock;
+
+/// One lock script: its source (for EVAL/SCRIPT LOAD) and its SHA1 (for EVALSHA).
+pub struct LockScript {
+    script: redis::Script,
+    code: String,
+}
+
+impl LockScript {
+    fn new(operation: &str) -> Self {
+        let code = format!("{}\n{operation}", include_str!("scripts/prelude.lua"));
+        LockScript {
+            script: redis::Script::new(&code),
+            code,
+        }
+    }
+
+    /// The Lua source.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The SHA1 of the source, hex, as EVALSHA wants it.
+    pub fn sha1(&self) -> &str {
+        self.script.get_hash()
+    }
+
+    /// The redis-rs script, which runs by EVALSHA and loads itself on NOSCRIPT.
+    pub fn script(&self) -> &redis::Script {
+        &self.script
+    }
+}
+
+/// Exclusive lock (and promotion of a sole reader). ARGV: token, ttl ms. Returns 1 or 0.
+pub static SAVE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/save.lua")));
+/// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1 or 0.
+pub static SAVE_READ: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/save_read.lua")));
+/// Extend. ARGV: token, ttl ms. Returns 1, or 0 when not held.
+pub static PUT_OFF: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
+/// Release. ARGV: token. Returns 1, or 0 when not held.
+pub static DELETE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/delete.lua")));
+/// Ownership check. ARGV: token. Returns 1 or 0.
+pub static EXISTS: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/exists.lua")));
+
+/// Marker that a script's error reply is about the key's type.
+pub const WRONGTYPE_MARKER: &str = "DEADBOLT_WRONGTYPE";

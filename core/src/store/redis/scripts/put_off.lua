@@ -1,0 +1,13 @@
+-- Extend my lock (and __write__ when it is a write lock) to now + ttl; refuse if I hold nothing.
+-- A member of mine that is past its score but still present means nobody took the lock since (any
+-- taker drops expired members first), so extending it is safe, as in symfony/lock.
+local expiry = now + tonumber(ARGV[2])
+if not redis.call("ZSCORE", key, token) then
+    return 0
+end
+redis.call("ZADD", key, expiry, token)
+if redis.call("ZSCORE", key, "__write__") then
+    redis.call("ZADD", key, expiry, "__write__")
+end
+expire_at_max()
+return 1

@@ -1,0 +1,14 @@
+-- Exclusive lock: succeed when the set is empty, or when I already hold it (as the writer, or as
+-- the only reader: promotion). Sets my token and __write__ to now + ttl.
+local expiry = now + tonumber(ARGV[2])
+redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+if redis.call("ZSCORE", key, token) then
+    if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCARD", key) > 1 then
+        return 0
+    end
+elseif redis.call("ZCARD", key) > 0 then
+    return 0
+end
+redis.call("ZADD", key, expiry, token, expiry, "__write__")
+expire_at_max()
+return 1

@@ -1,0 +1,256 @@
+//! The Redis store against a real redis-server: symfony/lock's data model on the wire, the
+//! failures a production Redis produces, and the round trips an acquire and a release cost.
+#![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
+
+mod support;
+
+use std::collections::HashMap;
+
+use deadbolt_core::store::redis::native::NativeRunner;
+use deadbolt_core::{ExpiringStore, Key, RedisStore, Store, Ttl};
+use support::{unique, RedisServer};
+
+fn ttl(secs: f64) -> Ttl {
+    Ttl::from_secs(secs).unwrap()
+}
+
+fn store_for(dsn: &str) -> RedisStore {
+    RedisStore::new(Box::new(NativeRunner::new(dsn).unwrap()), ttl(300.0))
+}
+
+fn server_ms(con: &mut redis::Connection) -> f64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+    (secs * 1000 + micros / 1000) as f64
+}
+
+#[test]
+fn a_write_lock_is_symfonys_sorted_set_with_write_marker_and_expiry() {
+    let redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let resource = unique("model");
+    let mut key = Key::new(resource.clone());
+    store.save_for(&mut key, ttl(10.0)).unwrap();
+
+    let mut con = redis.client();
+    let kind: String = redis::cmd("TYPE").arg(&resource).query(&mut con).unwrap();
+    assert_eq!(kind, "zset");
+    let members: HashMap<String, f64> = redis::cmd("ZRANGE")
+        .arg(&resource)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(&mut con)
+        .unwrap();
+    let token = key.token().unwrap().as_str().to_owned();
+    assert_eq!(members.len(), 2, "{members:?}");
+    let now = server_ms(&mut con);
+    for member in [token.as_str(), "__write__"] {
+        let score = members[member];
+        assert!(
+            score > now + 9_000.0 && score <= now + 10_000.0,
+            "{member}: {score} vs {now}"
+        );
+    }
+    let pttl: i64 = redis::cmd("PTTL").arg(&resource).query(&mut con).unwrap();
+    assert!(pttl > 9_000 && pttl <= 10_000, "{pttl}");
+
+    store.delete(&mut key).unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg(&resource).query(&mut con).unwrap();
+    assert_eq!(exists, 0, "the last member gone, the key is gone");
+}
+
+#[test]
+fn readers_are_members_without_the_write_marker() {
+    let redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let resource = unique("readers");
+    let mut a = Key::new(resource.clone());
+    let mut b = Key::new(resource.clone());
+    store.save_read_for(&mut a, ttl(5.0)).unwrap();
+    store.save_read_for(&mut b, ttl(20.0)).unwrap();
+    let mut con = redis.client();
+    let count: i64 = redis::cmd("ZCARD").arg(&resource).query(&mut con).unwrap();
+    let marker: Option<f64> = redis::cmd("ZSCORE")
+        .arg(&resource)
+        .arg("__write__")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(count, 2);
+    assert_eq!(marker, None);
+    let pttl: i64 = redis::cmd("PTTL").arg(&resource).query(&mut con).unwrap();
+    assert!(
+        pttl > 19_000,
+        "the key lives as long as its longest reader: {pttl}"
+    );
+}
+
+#[test]
+fn a_legacy_string_lock_counts_as_held_by_someone_else() {
+    let redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let resource = unique("legacy");
+    let mut con = redis.client();
+    redis::cmd("SET")
+        .arg(&resource)
+        .arg("old-token")
+        .arg("PX")
+        .arg(60_000)
+        .exec(&mut con)
+        .unwrap();
+    let mut key = Key::new(resource.clone());
+    assert!(store.save(&mut key).unwrap_err().is_conflict());
+    assert!(!store.exists(&key).unwrap());
+    store.delete(&mut key).unwrap();
+    let value: String = redis::cmd("GET").arg(&resource).query(&mut con).unwrap();
+    assert_eq!(
+        value, "old-token",
+        "a release never touches someone else's legacy lock"
+    );
+}
+
+#[test]
+fn a_key_of_another_type_is_a_storage_error_naming_the_type() {
+    let redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let resource = unique("hash");
+    let mut con = redis.client();
+    redis::cmd("HSET")
+        .arg(&resource)
+        .arg("f")
+        .arg("v")
+        .exec(&mut con)
+        .unwrap();
+    let err = store.save(&mut Key::new(resource.clone())).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(err, deadbolt_core::Error::Storage { .. }),
+        "{text}"
+    );
+    assert!(text.contains("hash") && text.contains(&resource), "{text}");
+}
+
+#[test]
+fn an_acquire_and_a_release_cost_one_script_call_each() {
+    let redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let mut warm = Key::new(unique("warm"));
+    store.save_for(&mut warm, ttl(5.0)).unwrap();
+    store.delete(&mut warm).unwrap();
+    let mut con = redis.client();
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut con)
+        .unwrap();
+    for _ in 0..10 {
+        let mut key = Key::new(unique("cycle"));
+        store.save_for(&mut key, ttl(5.0)).unwrap();
+        store.delete(&mut key).unwrap();
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut con)
+        .unwrap();
+    let calls = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    };
+    assert_eq!(calls("evalsha"), 20, "{info}");
+    assert_eq!(calls("eval"), 0, "{info}");
+}
+
+#[test]
+fn a_stopped_server_is_a_storage_error_and_a_restarted_one_just_works() {
+    let mut redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let mut key = Key::new(unique("restart"));
+    store.save(&mut key).unwrap();
+    redis.stop();
+    let err = store.exists(&key).unwrap_err().to_string();
+    assert!(err.contains(&format!("127.0.0.1:{}", redis.port)), "{err}");
+    redis.restart();
+    // Same store object, same key: the lock data died with the server, the connection is renewed.
+    assert!(!store.exists(&key).unwrap());
+    store.save(&mut key).unwrap();
+    assert!(store.exists(&key).unwrap());
+}
+
+#[test]
+fn a_kept_connection_survives_a_restart_between_calls() {
+    let mut redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let mut key = Key::new(unique("kept"));
+    store.save(&mut key).unwrap();
+    redis.restart();
+    store.save(&mut key).unwrap();
+    assert!(store.exists(&key).unwrap());
+}
+
+#[test]
+fn a_wrong_password_is_reported_without_the_password() {
+    let redis = RedisServer::start_with(&["--requirepass", "right-horse-battery"]);
+    let store = store_for(&format!(
+        "redis://:wrong-staple-guess@127.0.0.1:{}",
+        redis.port
+    ));
+    let err = store.save(&mut Key::new(unique("auth"))).unwrap_err();
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains("wrong-staple-guess"), "{text}");
+    assert!(
+        text.contains(&format!("127.0.0.1:{}", redis.port)),
+        "{text}"
+    );
+    let good = store_for(&format!(
+        "redis://:right-horse-battery@127.0.0.1:{}",
+        redis.port
+    ));
+    good.save(&mut Key::new(unique("auth"))).unwrap();
+}
+
+#[test]
+fn the_password_can_come_from_a_named_environment_variable() {
+    let redis = RedisServer::start_with(&["--requirepass", "from-the-env"]);
+    std::env::set_var("DEADBOLT_TEST_REDIS_PW", "from-the-env");
+    let store = store_for(&format!(
+        "redis://127.0.0.1:{}?password_env=DEADBOLT_TEST_REDIS_PW",
+        redis.port
+    ));
+    store.save(&mut Key::new(unique("env"))).unwrap();
+}
+
+#[test]
+fn unix_sockets_work() {
+    let redis = RedisServer::start();
+    let store = store_for(&format!("redis://{}", redis.socket().display()));
+    let mut key = Key::new(unique("unix"));
+    store.save(&mut key).unwrap();
+    assert!(store.exists(&key).unwrap());
+    assert!(store.name().contains("redis.sock"), "{}", store.name());
+}
+
+#[test]
+fn an_evicting_memory_policy_is_warned_about_once() {
+    let redis = RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    let store = store_for(&redis.url());
+    store.save(&mut Key::new(unique("evict"))).unwrap();
+    let warning = store.take_warning().expect("a warning");
+    assert!(warning.contains("allkeys-lru"), "{warning}");
+    assert_eq!(store.take_warning(), None);
+    let safe = RedisServer::start();
+    let store = store_for(&safe.url());
+    store.save(&mut Key::new(unique("noevict"))).unwrap();
+    assert_eq!(store.take_warning(), None);
+}
+
+#[test]
+fn a_lock_that_expires_on_the_way_is_removed_and_reported() {
+    let redis = RedisServer::start();
+    let store = store_for(&redis.url());
+    let resource = unique("expired");
+    let mut key = Key::new(resource.clone());
+    let err = store.save_for(&mut key, ttl(0.000_001)).unwrap_err();
+    assert!(matches!(err, deadbolt_core::Error::Expired { .. }), "{err}");
+    let mut other = Key::new(resource);
+    store.save(&mut other).unwrap();
+}

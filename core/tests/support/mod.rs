@@ -1,0 +1,124 @@
+//! Fixtures for the engine's integration tests: a real redis-server on a free loopback port.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test fixtures: a failure is a test failure
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private redis-server: free port, own directory, no persistence; killed on drop.
+pub struct RedisServer {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts with extra `redis-server` arguments (e.g. `["--requirepass", "pw"]`).
+    pub fn start_with(extra: &[&str]) -> Self {
+        let port = free_port();
+        let mut server = RedisServer {
+            port,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let binary =
+            std::env::var("DEADBOLT_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(binary)
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no", "--unixsocket"])
+            .arg(self.socket())
+            .args(["--unixsocketperm", "700", "--dir"])
+            .arg(self.dir.path())
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (make test installs it)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (the port stays reserved for `restart`).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// A plain client for checking what the store wrote.
+    pub fn client(&self) -> redis::Connection {
+        let client = redis::Client::open(self.url()).unwrap();
+        let mut con = client.get_connection().unwrap();
+        if let Some(pos) = self.extra.iter().position(|a| a == "--requirepass") {
+            redis::cmd("AUTH")
+                .arg(&self.extra[pos + 1])
+                .exec(&mut con)
+                .unwrap();
+        }
+        con
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A resource name no other test uses.
+pub fn unique(name: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{name}:{}:{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
