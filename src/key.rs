@@ -2,19 +2,29 @@
 
 use std::sync::Arc;
 
-use deadbolt_core::{Key, SharedKey};
+use deadbolt_core::{Error, Key, SharedKey};
 use ext_php_rs::binary::Binary;
 use ext_php_rs::binary_slice::BinarySlice;
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
+use ext_php_rs::types::ZendHashTable;
 
 use crate::args;
+use crate::error_map::{invalid_argument, to_php};
 
 #[php_class]
 #[php(name = "Deadbolt\\Key")]
 #[php(flags = ClassFlags::Final)]
 pub struct PhpKey {
     pub(crate) inner: SharedKey,
+}
+
+/// What `unserialize()` starts from before `__unserialize` fills it in.
+impl Default for PhpKey {
+    fn default() -> Self {
+        Self::for_resource(b"")
+    }
 }
 
 impl PhpKey {
@@ -58,5 +68,47 @@ impl PhpKey {
 
     pub fn reset_lifetime(&self) {
         self.inner.lock().reset_lifetime();
+    }
+
+    /// The key as data, so it can move to another process and release or refresh the lock there:
+    /// `['resource' => string, 'token' => string]`. Refused for a key holding a flock lock, which
+    /// belongs to this process.
+    #[php(name = "__serialize")]
+    pub fn serialize(&self) -> PhpResult<ZBox<ZendHashTable>> {
+        let key = self.inner.lock();
+        if key.is_process_bound() {
+            return Err(to_php(Error::Unserializable {
+                resource: key.display_resource(),
+                reason: "it holds a lock bound to this process (flock)".into(),
+            }));
+        }
+        let token = key.token().map_err(to_php)?.as_str().to_owned();
+        let mut data = ZendHashTable::new();
+        let failed = |e: ext_php_rs::error::Error| {
+            to_php(Error::InvalidArgument {
+                message: e.to_string(),
+            })
+        };
+        data.insert("resource", Binary::new(key.resource().to_vec()))
+            .map_err(failed)?;
+        data.insert("token", token).map_err(failed)?;
+        Ok(data)
+    }
+
+    /// Restores a key made by `__serialize` (here or in another process), or imports one from its
+    /// parts: `['resource' => string, 'token' => string]`.
+    #[php(name = "__unserialize")]
+    pub fn unserialize(&mut self, data: &ZendHashTable) -> PhpResult<()> {
+        let field = |name: &str| data.get(name).and_then(|value| value.binary::<u8>());
+        let (Some(resource), Some(token)) = (field("resource"), field("token")) else {
+            return Err(invalid_argument(
+                "A serialized Deadbolt\\Key needs string \"resource\" and \"token\" fields.".into(),
+            ));
+        };
+        let token = String::from_utf8(token)
+            .map_err(|_| invalid_argument("A lock token must be valid UTF-8.".into()))?;
+        let key = Key::import(resource, token).map_err(to_php)?;
+        self.inner = Arc::new(parking_lot::Mutex::new(key));
+        Ok(())
     }
 }

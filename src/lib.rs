@@ -9,6 +9,9 @@ mod key;
 mod lock;
 mod lock_factory;
 mod logger;
+mod php_redis_client;
+mod redis_store;
+mod store_factory;
 mod stores;
 
 use ext_php_rs::prelude::*;
@@ -25,10 +28,13 @@ fn startup(_ty: i32, _module_number: i32) -> i32 {
 
 /// RINIT. ext-php-rs marks every Rust-backed class not serializable, and PHP then throws a generic
 /// `Exception` before looking at the class. symfony/lock answers `serialize($lock)` with a
-/// `BadMethodCallException`, which `Lock::__serialize` throws once the flag is off. The classes are
+/// `BadMethodCallException`, which `Lock::__serialize` throws once the flag is off; a Key of a
+/// store not bound to a process must travel, which `Key::__serialize` does. The classes are
 /// registered after our MINIT hook runs, so the flag is cleared here (a no-op after the first time).
 extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
-    lock::let_serialize_reach_the_class();
+    lock::let_serialize_reach::<lock::PhpLock>();
+    lock::let_serialize_reach::<key::PhpKey>();
+    lock::install_destructor();
     0
 }
 
@@ -37,7 +43,10 @@ extern "C" fn info(_module: *mut ModuleEntry) {
     info_table_start!();
     info_table_row!("deadbolt support", "enabled");
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
-    info_table_row!("stores", "flock, in-memory");
+    info_table_row!(
+        "stores",
+        "flock, in-memory, redis (native or \\Redis, \\RedisCluster, Predis)"
+    );
     info_table_end!();
 }
 
@@ -52,5 +61,6 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<lock_factory::PhpLockFactory>()
         .class::<stores::PhpFlockStore>()
         .class::<stores::PhpInMemoryStore>()
-        .class::<stores::PhpStoreFactory>()
+        .class::<redis_store::PhpRedisStore>()
+        .class::<store_factory::PhpStoreFactory>()
 }

@@ -2,18 +2,23 @@
 // PHP takes parameter names from the Rust names; symfony/lock spells them in camelCase.
 #![allow(non_snake_case)]
 
-use deadbolt_core::{Error, Lock};
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use std::sync::{Arc, Once, OnceLock};
+
+use deadbolt_core::{Error, InMemoryStore, Key, Lock};
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendObject, Zval};
+use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
+use ext_php_rs::zend::run_handler;
 
 use crate::args;
 use crate::error_map::{exception_object, new_exception, throwable};
 use crate::exceptions::bad_method_call;
 use crate::key::PhpKey;
-use crate::logger::EventLog;
+use crate::logger::{report_store_warning, EventLog};
 use crate::stores::engine_store_arg;
 
 #[php_class]
@@ -22,6 +27,16 @@ use crate::stores::engine_store_arg;
 pub struct PhpLock {
     inner: Lock,
     logger: Option<Zval>,
+}
+
+/// The state PHP gives an object it makes without a constructor (`clone`, `unserialize()`): a lock
+/// on nothing, never acquired, so its destructor has nothing to do.
+impl Default for PhpLock {
+    fn default() -> Self {
+        let key = Arc::new(parking_lot::Mutex::new(Key::new("")));
+        let placeholder = Lock::new(key, Rc::new(InMemoryStore::new()), None, false);
+        PhpLock::new(placeholder, None)
+    }
 }
 
 impl PhpLock {
@@ -38,6 +53,7 @@ impl PhpLock {
         let mut events = EventLog::default();
         let result = call(&mut self.inner, &mut events);
         let resource = self.inner.key().lock().resource().to_vec();
+        report_store_warning(self.inner.store().as_ref(), self.logger.as_ref(), &resource);
         match result {
             Ok(value) => {
                 events.send(self.logger.as_ref(), &resource, None);
@@ -71,8 +87,9 @@ impl PhpLock {
     }
 
     /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.
-    pub fn set_logger(&mut self, logger: &mut ZendObject) {
-        self.logger = Some(args::object_zval(logger));
+    pub fn set_logger(&mut self, logger: &mut ZendObject) -> PhpResult<()> {
+        self.logger = Some(args::logger(logger, "Deadbolt\\Lock::setLogger()")?);
+        Ok(())
     }
 
     #[php(defaults(blocking = false))]
@@ -115,13 +132,19 @@ impl PhpLock {
     }
 
     #[php(name = "__unserialize")]
-    pub fn unserialize(&self, _data: &ext_php_rs::types::ZendHashTable) -> PhpResult<()> {
-        Err(cannot_serialize())
+    pub fn unserialize(&self, data: &ext_php_rs::types::ZendHashTable) -> PhpResult<()> {
+        let _ = data;
+        Err(bad_method_call_exception(
+            "Cannot unserialize Deadbolt\\Lock.",
+        ))
     }
 }
 
 fn cannot_serialize() -> PhpException {
-    let message = "Cannot serialize Deadbolt\\Lock.";
+    bad_method_call_exception("Cannot serialize Deadbolt\\Lock.")
+}
+
+fn bad_method_call_exception(message: &str) -> PhpException {
     let exception = PhpException::new(message.into(), 0, bad_method_call());
     match new_exception(bad_method_call(), message, None) {
         Some(object) => exception.with_object(object),
@@ -129,15 +152,54 @@ fn cannot_serialize() -> PhpException {
     }
 }
 
-/// Clears the engine's "not serializable" flag on `Deadbolt\Lock`, so that `serialize()` reaches
-/// `__serialize` and gets symfony/lock's `BadMethodCallException`.
-pub fn let_serialize_reach_the_class() {
-    let ce = PhpLock::get_metadata().ce();
+/// Clears the engine's "not serializable" flag on a class, so that `serialize()` reaches its
+/// `__serialize` (Lock: symfony/lock's `BadMethodCallException`; Key: the key's data).
+pub fn let_serialize_reach<T: RegisteredClass>() {
+    let ce = T::get_metadata().ce();
     let not_serializable = ClassFlags::NotSerializable.bits();
     if ce.ce_flags & not_serializable != 0 {
         let ce = std::ptr::from_ref(ce).cast_mut();
         // SAFETY: the class entry is PHP's and lives for the whole process; PHP is between requests
         // or at the start of one, so no code reads the flags while this one bit changes.
         unsafe { (*ce).ce_flags &= !not_serializable };
+    }
+}
+
+/// The engine's own destructor of objects (`zend_objects_destroy_object`), run after ours.
+static STANDARD_DESTRUCTOR: OnceLock<unsafe extern "C" fn(*mut ZendObject)> = OnceLock::new();
+
+/// Makes PHP release a `Deadbolt\Lock` that dies while held, through any store, during PHP's
+/// destructor phase (where calling a `\Redis` or Predis client is allowed), silently: symfony/lock's
+/// destructor without its fatal error when the store is down. After a fatal error PHP runs no
+/// destructors; Rust's `Drop` then releases the locks of native stores.
+///
+/// A destructor hook rather than a `__destruct` method: PHP also destroys the placeholder object
+/// of a failed `clone`, which has no Rust state, and a method cannot be called on it.
+pub fn install_destructor() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let handlers = std::ptr::from_ref(PhpLock::get_metadata().handlers()).cast_mut();
+        // SAFETY: the handler table is ext-php-rs' static for this class, alive for the whole
+        // process; this runs once, at the first request startup on PHP's thread, before any Lock
+        // object exists, and only swaps one function pointer.
+        unsafe {
+            if let Some(standard) = (*handlers).dtor_obj {
+                let _ = STANDARD_DESTRUCTOR.set(standard);
+            }
+            (*handlers).dtor_obj = Some(destroy_lock);
+        }
+    });
+}
+
+unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
+    // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
+    let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
+    if let Some(lock) = lock {
+        let lock = &mut **lock;
+        run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
+    }
+    if let Some(standard) = STANDARD_DESTRUCTOR.get() {
+        // SAFETY: the engine's destructor, called as the engine would have called it.
+        unsafe { standard(object) };
     }
 }

@@ -3,7 +3,7 @@
 // (`$autoRelease`, `$lockPath`): reflection and named arguments must match.
 #![allow(non_snake_case)]
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use deadbolt_core::{Lock, Store};
 use ext_php_rs::binary_slice::BinarySlice;
@@ -18,7 +18,7 @@ use crate::stores::engine_store_arg;
 #[php_class]
 #[php(name = "Deadbolt\\LockFactory")]
 pub struct PhpLockFactory {
-    store: Arc<dyn Store>,
+    store: Rc<dyn Store>,
     logger: Option<Zval>,
 }
 
@@ -66,7 +66,8 @@ impl PhpLockFactory {
     }
 
     /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.
-    pub fn set_logger(&mut self, logger: &mut ZendObject) {
-        self.logger = Some(args::object_zval(logger));
+    pub fn set_logger(&mut self, logger: &mut ZendObject) -> PhpResult<()> {
+        self.logger = Some(args::logger(logger, "Deadbolt\\LockFactory::setLogger()")?);
+        Ok(())
     }
 }

@@ -1,9 +1,9 @@
 //! PSR-3 logging. Engine events are collected during a call and sent to the logger afterwards,
 //! once the key is no longer borrowed, so a logger may touch the lock without deadlocking.
 
-use deadbolt_core::{Event, EventSink};
+use deadbolt_core::{Event, EventSink, Level, Store};
 use ext_php_rs::binary::Binary;
-use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 
 /// One recorded event. `with_error` marks the event whose context carries the exception the call
 /// ends with.
@@ -48,5 +48,21 @@ impl EventLog {
             }
             let _ = logger.try_call_method("log", vec![&event.level, &event.message, &context]);
         }
+    }
+}
+
+/// Passes on a warning about a store's setup (an evicting Redis), once: to PHP's error log and,
+/// when there is one, to the logger at level `warning`.
+pub fn report_store_warning(store: &dyn Store, logger: Option<&Zval>, resource: &[u8]) {
+    let Some(warning) = store.take_warning() else {
+        return;
+    };
+    if let Ok(error_log) = ZendCallable::try_from_name("error_log") {
+        let _ = error_log.try_call(vec![&format!("Deadbolt: {warning}")]);
+    }
+    if let Some(logger) = logger {
+        let mut context = ZendHashTable::new();
+        let _ = context.insert("resource", Binary::new(resource.to_vec()));
+        let _ = logger.try_call_method("log", vec![&Level::Warning.as_str(), &warning, &context]);
     }
 }

@@ -21,9 +21,13 @@ pub enum Error {
     #[error("{message}")]
     InvalidTtl { message: String },
 
-    /// Someone else holds the lock (or this key no longer owns it).
-    #[error("The \"{resource}\" lock is held by someone else ({store}).")]
-    Conflict { resource: String, store: String },
+    /// Someone else holds the lock, or (`not_held`) this key does not hold it.
+    #[error("{}", conflict_message(resource, store, *not_held))]
+    Conflict {
+        resource: String,
+        store: String,
+        not_held: bool,
+    },
 
     /// The lock's lifetime ran out before the operation completed.
     #[error("{message}")]
@@ -107,6 +111,24 @@ impl Error {
         }
     }
 
+    /// Someone else holds `resource` in `store`.
+    pub fn conflict(resource: String, store: &str) -> Self {
+        Error::Conflict {
+            resource,
+            store: store.to_owned(),
+            not_held: false,
+        }
+    }
+
+    /// The key does not hold `resource` in `store` (never acquired, released, or lost).
+    pub fn not_held(resource: String, store: &str) -> Self {
+        Error::Conflict {
+            resource,
+            store: store.to_owned(),
+            not_held: true,
+        }
+    }
+
     pub(crate) fn invalid_argument(message: impl fmt::Display) -> Self {
         Error::InvalidArgument {
             message: message.to_string(),
@@ -121,16 +143,21 @@ impl Error {
     }
 }
 
+fn conflict_message(resource: &str, store: &str, not_held: bool) -> String {
+    if not_held {
+        format!("The \"{resource}\" lock is not held by this key ({store}).")
+    } else {
+        format!("The \"{resource}\" lock is held by someone else ({store}).")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn acquiring_error_exposes_its_cause_for_the_previous_chain() {
-        let conflict = Error::Conflict {
-            resource: "r".into(),
-            store: "InMemoryStore".into(),
-        };
+        let conflict = Error::conflict("r".into(), "InMemoryStore");
         let err = Error::Acquiring {
             message: "Failed".into(),
             source: Box::new(conflict),
@@ -142,14 +169,13 @@ mod tests {
 
     #[test]
     fn conflict_message_names_resource_and_store() {
-        let err = Error::Conflict {
-            resource: "orders:42".into(),
-            store: "FlockStore(/tmp)".into(),
-        };
+        let err = Error::conflict("orders:42".into(), "FlockStore(/tmp)");
         let text = err.to_string();
         assert!(
             text.contains("orders:42") && text.contains("FlockStore(/tmp)"),
             "{text}"
         );
+        let text = Error::not_held("orders:42".into(), "FlockStore(/tmp)").to_string();
+        assert!(text.contains("not held by this key"), "{text}");
     }
 }

@@ -10,6 +10,7 @@ pub enum Level {
     Debug,
     Info,
     Notice,
+    Warning,
 }
 
 impl Level {
@@ -19,6 +20,7 @@ impl Level {
             Level::Debug => "debug",
             Level::Info => "info",
             Level::Notice => "notice",
+            Level::Warning => "warning",
         }
     }
 }

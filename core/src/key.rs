@@ -37,6 +37,18 @@ impl Key {
         }
     }
 
+    /// A key that arrived from another process (or from symfony/lock) with its owner token: it
+    /// can release or refresh the lock that token holds in a store not bound to a process.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for an unusable token.
+    pub fn import(resource: impl Into<Vec<u8>>, token: String) -> Result<Self> {
+        let key = Key::new(resource);
+        let token = Token::import(token)?;
+        key.token.get_or_init(|| token);
+        Ok(key)
+    }
+
     /// The resource, byte for byte.
     pub fn resource(&self) -> &[u8] {
         &self.resource

@@ -7,6 +7,7 @@
 //! - dropping a lock never fails and never logs (it may run during PHP's shutdown);
 //! - releasing trusts the store's delete instead of asking `exists` again (one call, not two).
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -16,12 +17,13 @@ use crate::store;
 use crate::{Error, Key, Result, Store, Ttl};
 
 /// A key shared between a lock and the PHP `Key` object it was made from.
+/// (Stores are `Rc`: PHP runs a request on one thread, and a store may hold a PHP client.)
 pub type SharedKey = Arc<Mutex<Key>>;
 
 /// A lock on one key in one store.
 pub struct Lock {
     key: SharedKey,
-    store: Arc<dyn Store>,
+    store: Rc<dyn Store>,
     ttl: Option<Ttl>,
     auto_release: bool,
     /// True when this lock may hold the key in the store (symfony/lock's `dirty`): only then is
@@ -42,12 +44,7 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     /// A lock on `key` in `store`. `ttl` is the lifetime given at each acquire and refresh.
-    pub fn new(
-        key: SharedKey,
-        store: Arc<dyn Store>,
-        ttl: Option<Ttl>,
-        auto_release: bool,
-    ) -> Self {
+    pub fn new(key: SharedKey, store: Rc<dyn Store>, ttl: Option<Ttl>, auto_release: bool) -> Self {
         Lock {
             key,
             store,
@@ -63,7 +60,7 @@ impl Lock {
     }
 
     /// The store this lock uses.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn store(&self) -> &Rc<dyn Store> {
         &self.store
     }
 
@@ -73,7 +70,7 @@ impl Lock {
     /// # Errors
     /// [`Error::Acquiring`] with the cause when the store fails or the lock expired at once.
     pub fn acquire(&mut self, blocking: bool, sink: &mut dyn EventSink) -> Result<bool> {
-        let store = Arc::clone(&self.store);
+        let store = Rc::clone(&self.store);
         let ttl = self.ttl;
         self.acquire_with(blocking, messages::ACQUIRED, sink, |key| {
             // A store whose locks expire takes the lock with this lock's TTL in one call.
@@ -95,7 +92,7 @@ impl Lock {
     /// # Errors
     /// As [`Lock::acquire`].
     pub fn acquire_read(&mut self, blocking: bool, sink: &mut dyn EventSink) -> Result<bool> {
-        let store = Arc::clone(&self.store);
+        let store = Rc::clone(&self.store);
         if store.as_shared().is_none() {
             sink.emit(Event::new(Level::Debug, messages::READ_FALLBACK));
             return self.acquire(blocking, sink);
@@ -197,7 +194,7 @@ impl Lock {
     fn refresh_key(&mut self, key: &mut Key, ttl: Ttl, sink: &mut dyn EventSink) -> Result<()> {
         let result = if key.is_inherited() {
             // The parent's ownership does not pass to a forked child.
-            Err(self.conflict(key))
+            Err(self.not_held(key))
         } else {
             key.reset_lifetime();
             self.store.put_off_expiration(key, ttl)
@@ -292,11 +289,8 @@ impl Lock {
         self.key.lock().remaining_lifetime()
     }
 
-    fn conflict(&self, key: &Key) -> Error {
-        Error::Conflict {
-            resource: key.display_resource(),
-            store: self.store.name().to_owned(),
-        }
+    fn not_held(&self, key: &Key) -> Error {
+        Error::not_held(key.display_resource(), self.store.name())
     }
 }
 

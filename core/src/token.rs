@@ -5,6 +5,9 @@ use base64::Engine as _;
 
 use crate::{Error, Result};
 
+/// Longest token accepted from outside.
+const MAX_IMPORTED_LEN: usize = 1024;
+
 /// A lock owner's secret token. Its `Debug` never prints the value.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Token(String);
@@ -23,6 +26,20 @@ impl Token {
         Ok(Token(
             base64::engine::general_purpose::STANDARD.encode(bytes),
         ))
+    }
+
+    /// A token received from elsewhere (a key moved between processes, or symfony/lock's).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when it is empty, longer than 1 KiB, or symfony/lock's reserved
+    /// `__write__` member (which would pass for a write lock).
+    pub fn import(text: String) -> Result<Self> {
+        if text.is_empty() || text.len() > MAX_IMPORTED_LEN || text == "__write__" {
+            return Err(Error::InvalidArgument {
+                message: "A lock token must be a non-empty string of at most 1024 bytes, other than \"__write__\".".into(),
+            });
+        }
+        Ok(Token(text))
     }
 
     /// The token text, for stores that write it.
@@ -48,6 +65,14 @@ mod tests {
         assert_eq!(a.as_str().len(), 44);
         assert_ne!(a, b);
         assert_ne!(a.as_str(), "__write__");
+    }
+
+    #[test]
+    fn imported_tokens_are_checked() {
+        assert!(Token::import("abc".into()).is_ok());
+        for bad in [String::new(), "__write__".into(), "x".repeat(1025)] {
+            assert!(Token::import(bad).is_err());
+        }
     }
 
     #[test]

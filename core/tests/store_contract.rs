@@ -1,10 +1,10 @@
 //! One behaviour suite run against every store (flock on real files, in-memory, Redis on a real
 //! redis-server), plus a suite per capability: shared locks where the store has them.
 #![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
-#![allow(clippy::arc_with_non_send_sync)] // stores are used on one thread, as in PHP
 
 mod support;
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use deadbolt_core::store::redis::native::NativeRunner;
@@ -138,10 +138,10 @@ fn a_sole_reader_is_promoted_and_a_writer_demoted() {
 fn a_lock_acquires_refreshes_and_releases() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
-    let stores: Vec<Arc<dyn Store>> = vec![
-        Arc::new(FlockStore::new(dir.path()).unwrap()),
-        Arc::new(InMemoryStore::new()),
-        Arc::new(RedisStore::new(
+    let stores: Vec<Rc<dyn Store>> = vec![
+        Rc::new(FlockStore::new(dir.path()).unwrap()),
+        Rc::new(InMemoryStore::new()),
+        Rc::new(RedisStore::new(
             Box::new(NativeRunner::new(&redis.url()).unwrap()),
             ttl(30.0),
         )),
@@ -176,7 +176,7 @@ fn a_lock_acquires_refreshes_and_releases() {
 fn refresh_without_any_ttl_is_an_invalid_argument() {
     let mut lock = Lock::new(
         Arc::new(parking_lot::Mutex::new(Key::new("no-ttl"))),
-        Arc::new(InMemoryStore::new()),
+        Rc::new(InMemoryStore::new()),
         None,
         true,
     );

@@ -111,10 +111,9 @@ impl FlockStore {
                 });
                 Ok(())
             }
-            Err(TryLockError::WouldBlock) => Err(Error::Conflict {
-                resource: key.display_resource(),
-                store: self.name.clone(),
-            }),
+            Err(TryLockError::WouldBlock) => {
+                Err(Error::conflict(key.display_resource(), &self.name))
+            }
             Err(TryLockError::Error(e)) => Err(self.io_error("lock", key, e)),
         }
     }
@@ -203,10 +202,7 @@ impl Store for FlockStore {
         if self.exists(key)? {
             Ok(())
         } else {
-            Err(Error::Conflict {
-                resource: key.display_resource(),
-                store: self.name.clone(),
-            })
+            Err(Error::not_held(key.display_resource(), &self.name))
         }
     }
 

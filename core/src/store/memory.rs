@@ -37,10 +37,7 @@ impl InMemoryStore {
     }
 
     fn conflict(key: &Key) -> Error {
-        Error::Conflict {
-            resource: key.display_resource(),
-            store: NAME.to_owned(),
-        }
+        Error::conflict(key.display_resource(), NAME)
     }
 }
 
@@ -70,7 +67,7 @@ impl Store for InMemoryStore {
         if self.exists(key)? {
             Ok(())
         } else {
-            Err(Self::conflict(key))
+            Err(Error::not_held(key.display_resource(), NAME))
         }
     }
 

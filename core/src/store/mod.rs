@@ -52,6 +52,11 @@ pub trait Store {
         true
     }
 
+    /// A warning about the store's setup noticed during the last calls (an evicting Redis), once.
+    fn take_warning(&self) -> Option<String> {
+        None
+    }
+
     /// The capability to take a lock with a given TTL in one step, if the store's locks expire.
     fn as_expiring(&self) -> Option<&dyn ExpiringStore> {
         None

@@ -31,11 +31,6 @@ impl RedisStore {
         }
     }
 
-    /// A warning noticed on connect (an evicting `maxmemory-policy`), handed out once.
-    pub fn take_warning(&self) -> Option<String> {
-        self.runner.take_warning()
-    }
-
     fn run(&self, script: &LockScript, key: &Key, ttl: Option<Ttl>) -> Result<bool> {
         let token = key.token()?;
         let ttl_ms = ttl.map(|ttl| ttl_millis(ttl).to_string());
@@ -96,10 +91,11 @@ impl RedisStore {
     }
 
     fn conflict(&self, key: &Key) -> Error {
-        Error::Conflict {
-            resource: key.display_resource(),
-            store: self.name.clone(),
-        }
+        Error::conflict(key.display_resource(), &self.name)
+    }
+
+    fn not_held(&self, key: &Key) -> Error {
+        Error::not_held(key.display_resource(), &self.name)
     }
 }
 
@@ -120,11 +116,11 @@ impl Store for RedisStore {
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
         if key.is_inherited() {
-            return Err(self.conflict(key));
+            return Err(self.not_held(key));
         }
         key.reduce_lifetime(ttl);
         if !self.run(&PUT_OFF, key, Some(ttl))? {
-            return Err(self.conflict(key));
+            return Err(self.not_held(key));
         }
         self.check_not_expired(key)
     }
@@ -145,6 +141,11 @@ impl Store for RedisStore {
 
     fn releases_from_drop(&self) -> bool {
         self.runner.is_native()
+    }
+
+    /// A warning noticed on connect (an evicting `maxmemory-policy`), handed out once.
+    fn take_warning(&self) -> Option<String> {
+        self.runner.take_warning()
     }
 
     fn as_shared(&self) -> Option<&dyn SharedStore> {

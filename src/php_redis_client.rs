@@ -1,0 +1,206 @@
+//! The Redis store over a PHP client the app already has: phpredis' `\Redis` / `\RedisCluster` or
+//! a Predis client. Scripts run through the object's own methods (EVALSHA, then EVAL on NOSCRIPT),
+//! so its connection, prefix and auth settings apply. Only ever used on PHP's thread, inside a PHP
+//! call: `is_native()` is false, which keeps it out of `Drop`.
+
+use deadbolt_core::store::redis::runner::{RunError, ScriptRunner};
+use deadbolt_core::store::redis::scripts::LockScript;
+use ext_php_rs::convert::IntoZvalDyn;
+use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::zend::{ClassEntry, ExecutorGlobals};
+
+/// Which client API the object speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flavour {
+    /// `\Redis`, `\RedisCluster`: `evalSha($sha, $args, $numKeys)`, errors via `getLastError()`.
+    PhpRedis,
+    /// `\Predis\ClientInterface`: `evalsha($sha, $numKeys, ...$args)`, errors as exceptions or
+    /// `ErrorInterface` replies.
+    Predis,
+}
+
+/// A script runner over a PHP Redis client object.
+pub struct PhpClientRunner {
+    client: Zval,
+    flavour: Flavour,
+    name: String,
+}
+
+impl PhpClientRunner {
+    /// A runner over the client object in `connection`, or `None` when it is not a supported client.
+    pub fn new(connection: &Zval) -> Option<Self> {
+        let object = connection.object()?;
+        let is = |class: &str| ClassEntry::try_find(class).is_some_and(|ce| object.instance_of(ce));
+        let flavour = if is("Redis") || is("RedisCluster") {
+            Flavour::PhpRedis
+        } else if is("Predis\\ClientInterface") {
+            Flavour::Predis
+        } else {
+            return None;
+        };
+        let class = object.get_class_name().unwrap_or_default();
+        let client = connection.shallow_clone();
+        let endpoint = endpoint_of(&client, flavour);
+        let name = match endpoint {
+            Some(endpoint) => format!("\\{class}({endpoint})"),
+            None => format!("\\{class}"),
+        };
+        Some(PhpClientRunner {
+            client,
+            flavour,
+            name,
+        })
+    }
+
+    fn run_phpredis(&self, script: &LockScript, argv: Vec<Zval>) -> Result<Zval, RunError> {
+        let mut list = ZendHashTable::new();
+        for arg in argv {
+            list.push(arg)
+                .map_err(|e| RunError::Server(format!("cannot pass the script arguments: {e}")))?;
+        }
+        let argv = list;
+        let _ = call(&self.client, "clearLastError", vec![]);
+        let reply = call(&self.client, "evalSha", vec![&script.sha1(), &argv, &1i64])?;
+        if !is_false(&reply) {
+            return Ok(reply);
+        }
+        let error = last_error(&self.client);
+        if !error.as_deref().is_some_and(|e| e.starts_with("NOSCRIPT")) {
+            return Err(RunError::Server(self.describe(error)));
+        }
+        let _ = call(&self.client, "clearLastError", vec![]);
+        let reply = call(&self.client, "eval", vec![&script.code(), &argv, &1i64])?;
+        if is_false(&reply) {
+            return Err(RunError::Server(self.describe(last_error(&self.client))));
+        }
+        Ok(reply)
+    }
+
+    fn run_predis(&self, script: &LockScript, argv: Vec<Zval>) -> Result<Zval, RunError> {
+        let one = 1i64;
+        let evalsha = |method: &str, first: &dyn IntoZvalDyn| {
+            let mut params: Vec<&dyn IntoZvalDyn> = vec![first, &one];
+            params.extend(argv.iter().map(|a| a as &dyn IntoZvalDyn));
+            call(&self.client, method, params)
+        };
+        let sha = script.sha1();
+        let reply = match evalsha("evalsha", &sha) {
+            Err(RunError::Server(message)) if message.contains("NOSCRIPT") => None,
+            Err(e) => return Err(e),
+            Ok(reply) if predis_error(&reply).is_some_and(|m| m.starts_with("NOSCRIPT")) => None,
+            Ok(reply) => Some(reply),
+        };
+        let code = script.code();
+        let reply = match reply {
+            Some(reply) => reply,
+            None => evalsha("eval", &code)?,
+        };
+        match predis_error(&reply) {
+            Some(message) => Err(RunError::Server(self.describe(Some(message)))),
+            None => Ok(reply),
+        }
+    }
+
+    fn describe(&self, error: Option<String>) -> String {
+        format!(
+            "Redis through {}: {}",
+            self.name,
+            error.unwrap_or_else(|| "the script failed without an error message".into())
+        )
+    }
+}
+
+impl ScriptRunner for PhpClientRunner {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&self, script: &LockScript, resource: &[u8], args: &[&[u8]]) -> Result<i64, RunError> {
+        let argv: Vec<Zval> = std::iter::once(resource)
+            .chain(args.iter().copied())
+            .map(|bytes| {
+                let mut zval = Zval::new();
+                zval.set_binary(bytes.to_vec());
+                zval
+            })
+            .collect();
+        let reply = match self.flavour {
+            Flavour::PhpRedis => self.run_phpredis(script, argv),
+            Flavour::Predis => self.run_predis(script, argv),
+        }
+        .map_err(|e| match e {
+            RunError::Connection(m) => {
+                RunError::Connection(format!("Redis through {}: {m}", self.name))
+            }
+            other => other,
+        })?;
+        // Scripts answer 1 or 0; phpredis and Predis give them as PHP ints (false would be Redis nil).
+        Ok(reply.long().unwrap_or(0))
+    }
+
+    fn is_native(&self) -> bool {
+        false
+    }
+}
+
+/// Calls `$object->method(...$params)`. An exception the client throws is taken from the engine
+/// and returned as an error: a connection failure, or a server error reply (Predis).
+fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zval, RunError> {
+    let result = object.try_call_method(method, params);
+    if let Some(exception) = ExecutorGlobals::take_exception() {
+        let class = exception.get_class_name().unwrap_or_default();
+        let message = exception
+            .try_call_method("getMessage", vec![])
+            .ok()
+            .and_then(|m| m.string())
+            .unwrap_or_default();
+        let text = format!("{class}: {message}");
+        return Err(
+            if class.contains("ServerException") || message.starts_with("NOSCRIPT") {
+                RunError::Server(text)
+            } else {
+                RunError::Connection(text)
+            },
+        );
+    }
+    result.map_err(|e| RunError::Server(format!("{method}() could not be called: {e}")))
+}
+
+fn is_false(zval: &Zval) -> bool {
+    zval.bool() == Some(false) && !zval.is_long()
+}
+
+fn last_error(client: &Zval) -> Option<String> {
+    call(client, "getLastError", vec![])
+        .ok()
+        .and_then(|e| e.string())
+}
+
+/// The message of a Predis error reply object, if the reply is one.
+fn predis_error(reply: &Zval) -> Option<String> {
+    let object = reply.object()?;
+    let ce = ClassEntry::try_find("Predis\\Response\\ErrorInterface")?;
+    if !object.instance_of(ce) {
+        return None;
+    }
+    object
+        .try_call_method("getMessage", vec![])
+        .ok()
+        .and_then(|m| m.string())
+}
+
+/// `host:port` of the client's connection, for messages; `None` when it cannot be told.
+fn endpoint_of(client: &Zval, flavour: Flavour) -> Option<String> {
+    let text = match flavour {
+        Flavour::PhpRedis => {
+            let host = call(client, "getHost", vec![]).ok()?.string()?;
+            let port = call(client, "getPort", vec![]).ok()?.long()?;
+            format!("{host}:{port}")
+        }
+        Flavour::Predis => {
+            let connection = call(client, "getConnection", vec![]).ok()?;
+            call(&connection, "__toString", vec![]).ok()?.string()?
+        }
+    };
+    Some(text).filter(|t| !t.is_empty() && !t.contains('@'))
+}

@@ -1,0 +1,59 @@
+//! `Deadbolt\Store\StoreFactory`: a store from a connection string or a client object, as
+//! symfony/lock's `StoreFactory::createStore()`.
+
+use ext_php_rs::boxed::ZBox;
+use ext_php_rs::flags::ClassFlags;
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
+
+use crate::error_map::invalid_argument;
+use crate::redis_store::PhpRedisStore;
+use crate::stores::{PhpFlockStore, PhpInMemoryStore};
+
+/// symfony/lock's default `$initialTtl` for a Redis store.
+const DEFAULT_INITIAL_TTL: f64 = 300.0;
+
+#[php_class]
+#[php(name = "Deadbolt\\Store\\StoreFactory")]
+#[php(flags = ClassFlags::Final)]
+pub struct PhpStoreFactory;
+
+#[php_impl]
+impl PhpStoreFactory {
+    /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
+    /// `redis://…`, `rediss://…`) or a Redis client object (`\Redis`, `\RedisCluster`, Predis).
+    pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
+        let Some(text) = connection.str() else {
+            let store = PhpRedisStore::connect(connection, DEFAULT_INITIAL_TTL)?;
+            return Ok(ZendClassObject::new(store).into());
+        };
+        let connection = text.to_owned();
+        if connection.starts_with("redis:") || connection.starts_with("rediss:") {
+            let mut dsn = Zval::new();
+            dsn.set_string(&connection, false)
+                .map_err(|e| invalid_argument(e.to_string()))?;
+            let store = PhpRedisStore::connect(&dsn, DEFAULT_INITIAL_TTL)?;
+            return Ok(ZendClassObject::new(store).into());
+        }
+        if connection == "in-memory" {
+            return Ok(ZendClassObject::new(PhpInMemoryStore::__construct()).into());
+        }
+        if connection == "flock" {
+            let store = PhpFlockStore::__construct(None)?;
+            return Ok(ZendClassObject::new(store).into());
+        }
+        if let Some(path) = connection.strip_prefix("flock://") {
+            if !path.starts_with('/') {
+                return Err(invalid_argument(
+                    "A flock DSN needs an absolute path: \"flock:///path/to/dir\".".into(),
+                ));
+            }
+            return Ok(ZendClassObject::new(PhpFlockStore::open(path.to_owned())?).into());
+        }
+        let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
+        Err(invalid_argument(format!(
+            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"redis://…\" or \"rediss://…\".",
+            scheme.chars().take(32).collect::<String>()
+        )))
+    }
+}

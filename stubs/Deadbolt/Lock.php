@@ -1,0 +1,179 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt;
+
+/**
+ * A lock on one resource, created by {@see LockFactory} or with `new`; mirrors symfony/lock's Lock.
+ *
+ * ```php
+ * $lock = $factory->createLock('report:daily', 60.0);
+ * // or: $lock = new \Deadbolt\Lock(new \Deadbolt\Key('report:daily'), $store, 60.0);
+ *
+ * if (!$lock->acquire()) {
+ *     return; // someone else is building the report
+ * }
+ * try {
+ *     foreach ($chunks as $chunk) {
+ *         build($chunk);
+ *         $lock->refresh(); // another 60 seconds
+ *     }
+ * } finally {
+ *     $lock->release();
+ * }
+ * ```
+ *
+ * When the object is destroyed (unset, end of scope, exit(), fatal error) a lock that is still held is released,
+ * if auto-release is on and the current process is the one that acquired it; this release does not log.
+ * After pcntl_fork() a Lock inherited from the parent is inert in the child: it reports not acquired, release()
+ * does nothing, and its destruction leaves the parent's lock alone. acquire() in the child starts its own ownership.
+ *
+ * FlockStore and InMemoryStore locks never expire, as in symfony/lock: on these stores acquire() and refresh() leave
+ * getRemainingLifetime() null and isExpired() false, whatever the TTL. A lifetime set on the Key itself
+ * ({@see Key::reduceLifetime()}) shows through the Lock.
+ *
+ * A Lock cannot be serialized (serialize() throws \BadMethodCallException) nor cloned (clone throws \Error).
+ */
+final class Lock
+{
+    /**
+     * Creates a lock on the Key's resource in a store, as {@see LockFactory::createLockFromKey()} does.
+     *
+     * Nothing is locked until {@see acquire()}. The Lock shares the Key object: its lifetime is visible through both.
+     * The Lock has no logger until {@see setLogger()} is called.
+     *
+     * @param Key        $key         the resource to lock; shared with the Lock, not copied
+     * @param object     $store       a Deadbolt store: {@see Store\FlockStore} or {@see Store\InMemoryStore}
+     * @param float|null $ttl         maximum expected lock duration in seconds, used by acquire() and refresh();
+     *                                null for none (refresh() then needs an explicit TTL)
+     * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
+     *
+     * @throws \TypeError when $store is not a Deadbolt store (a symfony/lock store is not accepted either)
+     */
+    public function __construct(Key $key, object $store, ?float $ttl = null, bool $autoRelease = true)
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Sends this lock's log records to a PSR-3 logger, replacing any logger it got from its factory.
+     *
+     * Same records as {@see LockFactory::setLogger()}: templates ("{resource}" is not interpolated) with the context
+     * keys "resource" (string), "ttl" (float, seconds) on refresh and "exception" (\Throwable) on failures; nothing
+     * is logged by the automatic release on destruction.
+     *
+     * @param object $logger any object with a method log($level, string $message, array $context), such as a
+     *                       \Psr\Log\LoggerInterface
+     */
+    public function setLogger(object $logger): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Acquires the lock for writing (exclusive).
+     *
+     * @param bool $blocking wait until the lock is free instead of returning false
+     *
+     * @return bool true when acquired, false when someone else holds it (non-blocking only)
+     *
+     * @throws Exception\LockConflictedException when a blocking wait ends without the lock
+     * @throws Exception\LockAcquiringException  when the store fails; getPrevious() is the cause
+     */
+    public function acquire(bool $blocking = false): bool
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Acquires the lock for reading (shared with other readers, exclusive with writers).
+     *
+     * Calling it while holding the write lock demotes the lock; acquire() while holding the read lock promotes it.
+     *
+     * @param bool $blocking wait until no writer holds the lock instead of returning false
+     *
+     * @return bool true when acquired, false when a writer holds it (non-blocking only)
+     *
+     * @throws Exception\LockConflictedException when a blocking wait ends without the lock
+     * @throws Exception\LockAcquiringException  when the store fails; getPrevious() is the cause
+     */
+    public function acquireRead(bool $blocking = false): bool
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Puts off the lock's expiration to $ttl seconds from now, after resetting the Key's lifetime.
+     *
+     * FlockStore and InMemoryStore locks never expire: there, refresh() only checks that this lock is the owner, and
+     * the lifetime stays null.
+     *
+     * @param float|null $ttl seconds; null uses the TTL given to the factory or the constructor
+     *
+     * @throws Exception\InvalidArgumentException when no TTL is given here nor to the factory or the constructor
+     * @throws Exception\InvalidTtlException      when $ttl is zero, negative, NaN or INF
+     * @throws Exception\LockConflictedException  when this lock is not (or no longer) the owner
+     * @throws Exception\LockAcquiringException   when the store fails; getPrevious() is the cause
+     */
+    public function refresh(?float $ttl = null): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Whether this lock currently owns the resource (asks the store).
+     */
+    public function isAcquired(): bool
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Releases the lock; does nothing when it is not held.
+     *
+     * @throws Exception\LockReleasingException when the store fails to release it
+     */
+    public function release(): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Whether the lock's TTL has elapsed; always false on FlockStore and InMemoryStore unless the Key's own lifetime
+     * was reduced.
+     */
+    public function isExpired(): bool
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Seconds left before the lock expires (the Key's lifetime); null when it has none, which is always the case
+     * on FlockStore and InMemoryStore unless the Key's own lifetime was reduced.
+     */
+    public function getRemainingLifetime(): ?float
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * A Lock cannot be serialized.
+     *
+     * @throws \BadMethodCallException always
+     */
+    public function __serialize(): array
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * A Lock cannot be unserialized: unserialize() of a payload naming Deadbolt\Lock never yields a Lock.
+     *
+     * @throws \BadMethodCallException always
+     */
+    public function __unserialize(array $data): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+}

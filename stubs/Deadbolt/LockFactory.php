@@ -1,0 +1,78 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt;
+
+/**
+ * Creates locks bound to one store; the entry point of Deadbolt.
+ *
+ * ```php
+ * $factory = new \Deadbolt\LockFactory(new \Deadbolt\Store\FlockStore('/var/lock/app'));
+ * $lock = $factory->createLock('invoice:42', 30.0);
+ *
+ * if ($lock->acquire()) {
+ *     try {
+ *         // ... at most 30 seconds of work on invoice 42 ...
+ *     } finally {
+ *         $lock->release();
+ *     }
+ * }
+ * ```
+ *
+ * The PHP surface mirrors symfony/lock's LockFactory, under the Deadbolt namespace.
+ */
+class LockFactory
+{
+    /**
+     * @param object $store a Deadbolt store: {@see Store\FlockStore} or {@see Store\InMemoryStore}
+     *
+     * @throws \TypeError when $store is not a Deadbolt store (a symfony/lock store is not accepted either)
+     */
+    public function __construct(object $store)
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Creates a lock on a resource; nothing is locked until {@see Lock::acquire()}.
+     *
+     * @param string     $resource    any bytes: empty, binary and long names are valid
+     * @param float|null $ttl         maximum expected lock duration in seconds; null for a lock that never expires
+     * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
+     *
+     * @throws Exception\InvalidTtlException when $ttl is zero, negative, NaN or INF
+     */
+    public function createLock(string $resource, ?float $ttl = 300.0, bool $autoRelease = true): Lock
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Creates a lock that shares the given Key: its expiry and ownership are visible through the Key object.
+     *
+     * @param float|null $ttl         maximum expected lock duration in seconds; null for a lock that never expires
+     * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
+     *
+     * @throws Exception\InvalidTtlException when $ttl is zero, negative, NaN or INF
+     */
+    public function createLockFromKey(Key $key, ?float $ttl = 300.0, bool $autoRelease = true): Lock
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Sends the locks' log records to a PSR-3 logger.
+     *
+     * Messages are templates ("{resource}" is not interpolated) with the context keys "resource" (string),
+     * "ttl" (float, seconds) on refresh and "exception" (\Throwable) on failures. Locks log nothing when they
+     * are released automatically on destruction.
+     *
+     * @param object $logger any object with a method log($level, string $message, array $context), such as a
+     *                       \Psr\Log\LoggerInterface
+     */
+    public function setLogger(object $logger): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+}

@@ -1,0 +1,210 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Exception;
+
+use Deadbolt\Exception\ExceptionInterface;
+use Deadbolt\Exception\InvalidArgumentException;
+use Deadbolt\Exception\InvalidTtlException;
+use Deadbolt\Exception\LockAcquiringException;
+use Deadbolt\Exception\LockConflictedException;
+use Deadbolt\Exception\LockExpiredException;
+use Deadbolt\Exception\LockReleasingException;
+use Deadbolt\Exception\LockStorageException;
+use Deadbolt\Exception\UnserializableKeyException;
+use PHPUnit\Framework\TestCase;
+
+/**
+ * The exception classes behave like userland exceptions: hierarchy, constructor, file/line/trace, subclassing.
+ * What throws them for real is in ExceptionTriggersTest.
+ */
+final class ExceptionHierarchyTest extends TestCase
+{
+    /**
+     * @return iterable<string, array{class-string<\Throwable>, class-string<\Throwable>}>
+     */
+    public static function exceptionClasses(): iterable
+    {
+        yield 'InvalidArgumentException' => [InvalidArgumentException::class, \InvalidArgumentException::class];
+        yield 'InvalidTtlException' => [InvalidTtlException::class, InvalidArgumentException::class];
+        yield 'LockAcquiringException' => [LockAcquiringException::class, \RuntimeException::class];
+        yield 'LockConflictedException' => [LockConflictedException::class, \RuntimeException::class];
+        yield 'LockExpiredException' => [LockExpiredException::class, \RuntimeException::class];
+        yield 'LockReleasingException' => [LockReleasingException::class, \RuntimeException::class];
+        yield 'LockStorageException' => [LockStorageException::class, \RuntimeException::class];
+        yield 'UnserializableKeyException' => [UnserializableKeyException::class, \RuntimeException::class];
+    }
+
+    public function testExceptionInterfaceIsAnInterfaceExtendingThrowable(): void
+    {
+        $interface = new \ReflectionClass(ExceptionInterface::class);
+
+        $parents = $interface->getInterfaceNames();
+        sort($parents);
+
+        $this->assertTrue($interface->isInterface());
+        $this->assertSame([\Stringable::class, \Throwable::class], $parents, 'Throwable, and Stringable through it');
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     * @param class-string<\Throwable> $parent
+     */
+    public function testTheClassHasItsParentAndTheMarkerInterface(string $class, string $parent): void
+    {
+        $reflection = new \ReflectionClass($class);
+
+        $this->assertSame($parent, $reflection->getParentClass()->getName());
+        $this->assertTrue($reflection->implementsInterface(ExceptionInterface::class));
+        $this->assertFalse($reflection->isFinal(), 'userland code must be able to extend it');
+        $this->assertFalse($reflection->isAbstract());
+        $this->assertTrue($reflection->isInstantiable());
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     */
+    public function testItIsConstructibleWithMessageCodeAndPrevious(string $class): void
+    {
+        $previous = new \LogicException('cause');
+
+        $e = new $class('the message', 42, $previous);
+
+        $this->assertSame('the message', $e->getMessage());
+        $this->assertSame(42, $e->getCode());
+        $this->assertSame($previous, $e->getPrevious());
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     */
+    public function testItIsConstructibleWithoutArguments(string $class): void
+    {
+        $e = new $class();
+
+        $this->assertSame('', $e->getMessage());
+        $this->assertSame(0, $e->getCode());
+        $this->assertNull($e->getPrevious());
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     */
+    public function testFileLineAndTraceAreWhereItWasCreated(string $class): void
+    {
+        $line = __LINE__ + 1;
+        $e = new $class('m');
+
+        $this->assertSame(__FILE__, $e->getFile());
+        $this->assertSame($line, $e->getLine());
+        $this->assertSame(__FUNCTION__, $e->getTrace()[0]['function'] ?? null);
+        $this->assertSame(self::class, $e->getTrace()[0]['class'] ?? null);
+        $this->assertStringContainsString(__FUNCTION__, $e->getTraceAsString());
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     */
+    public function testFileAndLineAreWhereItWasCreatedInsideAFunction(string $class): void
+    {
+        $line = __LINE__ + 1;
+        $create = static fn (): \Throwable => new $class('m');
+
+        $e = $create();
+
+        $this->assertSame(__FILE__, $e->getFile());
+        $this->assertSame($line, $e->getLine());
+        $this->assertStringContainsString('{closure}', $e->getTrace()[0]['function'] ?? '');
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     * @param class-string<\Throwable> $parent
+     */
+    public function testAPhpClassCanExtendIt(string $class, string $parent): void
+    {
+        $code = sprintf(
+            'return new class("sub", 7) extends \\%s { public function __construct(string $m, int $c) { parent::__construct("[".$m."]", $c); } public function extra(): string { return "extra"; } };',
+            $class
+        );
+
+        $e = eval($code);
+
+        $this->assertInstanceOf($class, $e);
+        $this->assertInstanceOf($parent, $e);
+        $this->assertInstanceOf(ExceptionInterface::class, $e);
+        $this->assertSame('[sub]', $e->getMessage());
+        $this->assertSame(7, $e->getCode());
+        $this->assertSame('extra', $e->extra());
+        $this->assertSame($class, get_parent_class($e));
+    }
+
+    /**
+     * @dataProvider exceptionClasses
+     *
+     * @param class-string<\Throwable> $class
+     * @param class-string<\Throwable> $parent
+     */
+    public function testItIsCaughtByItsParentAndByTheInterface(string $class, string $parent): void
+    {
+        $caughtByParent = $caughtByInterface = null;
+
+        try {
+            throw new $class('thrown');
+        } catch (\Throwable $e) {
+            if ($e instanceof $parent) {
+                $caughtByParent = $e;
+            }
+        }
+        try {
+            throw new $class('thrown');
+        } catch (ExceptionInterface $e) {
+            $caughtByInterface = $e;
+        }
+
+        $this->assertInstanceOf($class, $caughtByParent);
+        $this->assertInstanceOf($class, $caughtByInterface);
+    }
+
+    public function testCatchBlocksNamingTheParentsCatchDeadboltExceptions(): void
+    {
+        try {
+            throw new InvalidTtlException('ttl');
+        } catch (\InvalidArgumentException $e) {
+            $this->assertInstanceOf(InvalidArgumentException::class, $e);
+        }
+        try {
+            throw new InvalidTtlException('ttl');
+        } catch (InvalidArgumentException $e) {
+            $this->assertInstanceOf(InvalidTtlException::class, $e);
+        }
+        try {
+            throw new LockConflictedException('conflict');
+        } catch (\RuntimeException $e) {
+            $this->assertInstanceOf(LockConflictedException::class, $e);
+        }
+    }
+
+    public function testAnUncaughtDeadboltExceptionPrintsLikeAnyException(): void
+    {
+        $e = new LockReleasingException('cannot release', 3, new LockStorageException('disk'));
+
+        $text = (string) $e;
+
+        $this->assertStringContainsString(LockReleasingException::class.': cannot release in '.__FILE__, $text);
+        $this->assertStringContainsString(LockStorageException::class.': disk', $text);
+    }
+}

@@ -1,0 +1,242 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Exception;
+
+use Deadbolt\Exception\InvalidArgumentException;
+use Deadbolt\Exception\InvalidTtlException;
+use Deadbolt\Exception\LockAcquiringException;
+use Deadbolt\Exception\LockStorageException;
+use Deadbolt\Key;
+use Deadbolt\LockFactory;
+use Deadbolt\Store\FlockStore;
+use Deadbolt\Store\InMemoryStore;
+use Deadbolt\Store\StoreFactory;
+use Deadbolt\Tests\Support\DeadboltTestCase;
+
+/**
+ * What really throws each exception: invalid TTLs, unusable directories, store failures, wrong argument types.
+ */
+final class ExceptionTriggersTest extends DeadboltTestCase
+{
+    /**
+     * @return iterable<string, array{float}>
+     */
+    public static function invalidTtls(): iterable
+    {
+        yield 'zero' => [0.0];
+        yield 'negative zero' => [-0.0];
+        yield 'negative' => [-5.0];
+        yield 'NaN' => [NAN];
+        yield 'INF' => [INF];
+        yield '-INF' => [-INF];
+    }
+
+    /**
+     * @dataProvider invalidTtls
+     */
+    public function testCreateLockRejectsAnInvalidTtl(float $ttl): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+
+        $this->expectException(InvalidTtlException::class);
+        $factory->createLock(uniqid(__METHOD__, true), $ttl);
+    }
+
+    /**
+     * @dataProvider invalidTtls
+     */
+    public function testCreateLockFromKeyRejectsAnInvalidTtl(float $ttl): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+
+        $this->expectException(InvalidTtlException::class);
+        $factory->createLockFromKey(new Key(uniqid(__METHOD__, true)), $ttl);
+    }
+
+    /**
+     * @dataProvider invalidTtls
+     */
+    public function testRefreshRejectsAnInvalidTtl(float $ttl): void
+    {
+        $lock = (new LockFactory(new FlockStore($this->tempDir())))->createLock(uniqid(__METHOD__, true), 30.0);
+        $lock->acquire();
+
+        try {
+            $lock->refresh($ttl);
+            $this->fail('refresh() accepted the TTL '.var_export($ttl, true));
+        } catch (InvalidTtlException $e) {
+            $this->addToAssertionCount(1);
+        }
+        $this->assertTrue($lock->isAcquired(), 'a rejected TTL leaves the lock held');
+    }
+
+    /**
+     * @dataProvider invalidTtls
+     */
+    public function testPutOffExpirationRejectsAnInvalidTtl(float $ttl): void
+    {
+        $store = new FlockStore($this->tempDir());
+        $key = new Key(uniqid(__METHOD__, true));
+        $store->save($key);
+
+        $this->expectException(InvalidTtlException::class);
+        $store->putOffExpiration($key, $ttl);
+    }
+
+    /**
+     * @dataProvider invalidTtls
+     */
+    public function testReduceLifetimeRejectsAnInvalidTtl(float $ttl): void
+    {
+        $key = new Key(uniqid(__METHOD__, true));
+
+        try {
+            $key->reduceLifetime($ttl);
+            $this->fail('reduceLifetime() accepted the TTL '.var_export($ttl, true));
+        } catch (InvalidTtlException $e) {
+            $this->addToAssertionCount(1);
+        }
+        $this->assertNull($key->getRemainingLifetime(), 'a rejected TTL leaves the Key alone');
+    }
+
+    public function testANullTtlIsNoTtlNotAnInvalidOne(): void
+    {
+        $lock = (new LockFactory(new InMemoryStore()))->createLock(uniqid(__METHOD__, true), null);
+
+        $this->assertTrue($lock->acquire());
+        $this->assertNull($lock->getRemainingLifetime());
+    }
+
+    public function testAFlockDirectoryUnderARegularFileIsAnInvalidArgumentNamingThePath(): void
+    {
+        $file = tempnam($this->tempDir(), 'file-');
+        $path = $file.'/sub';
+
+        try {
+            new FlockStore($path);
+            $this->fail('FlockStore accepted '.$path);
+        } catch (InvalidArgumentException $e) {
+            $this->assertStringContainsString($path, $e->getMessage());
+        }
+    }
+
+    public function testAFlockDsnUnderARegularFileIsAnInvalidArgumentNamingThePath(): void
+    {
+        $path = tempnam($this->tempDir(), 'file-').'/sub/dir';
+
+        try {
+            StoreFactory::createStore('flock://'.$path);
+            $this->fail('StoreFactory accepted flock://'.$path);
+        } catch (InvalidArgumentException $e) {
+            $this->assertStringContainsString($path, $e->getMessage());
+        }
+    }
+
+    public function testAnUnknownDsnIsAnInvalidArgument(): void
+    {
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessageMatches('/zookeeper/');
+        StoreFactory::createStore('zookeeper://localhost:2181');
+    }
+
+    public function testALockDirectoryThatBecameUnusableIsAStorageErrorInTheStore(): void
+    {
+        $dir = $this->tempDir().'/locks';
+        $store = new FlockStore($dir);
+        rmdir($dir);
+        touch($dir);
+
+        $this->expectException(LockStorageException::class);
+        $store->save(new Key(uniqid(__METHOD__, true)));
+    }
+
+    public function testALockDirectoryThatBecameUnusableIsAnAcquiringErrorInTheLock(): void
+    {
+        $dir = $this->tempDir().'/locks';
+        $lock = (new LockFactory(new FlockStore($dir)))->createLock(uniqid(__METHOD__, true));
+        rmdir($dir);
+        touch($dir);
+
+        try {
+            $lock->acquire();
+            $this->fail('acquire() succeeded without a usable lock directory.');
+        } catch (LockAcquiringException $e) {
+            $this->assertInstanceOf(LockStorageException::class, $e->getPrevious(), 'previous is the store\'s error');
+        }
+        $this->assertFalse($lock->isAcquired());
+    }
+
+    public function testAnArrayAsResourceIsATypeError(): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+
+        $this->expectException(\TypeError::class);
+        $factory->createLock([]);
+    }
+
+    public function testAStringAsTtlIsATypeErrorUnderStrictTypes(): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+
+        $this->expectException(\TypeError::class);
+        $factory->createLock(uniqid(__METHOD__, true), '5');
+    }
+
+    public function testAnIntegerAsResourceIsATypeErrorUnderStrictTypes(): void
+    {
+        $this->expectException(\TypeError::class);
+        new Key(42);
+    }
+
+    public function testAStringAsBlockingFlagIsATypeErrorUnderStrictTypes(): void
+    {
+        $lock = (new LockFactory(new InMemoryStore()))->createLock(uniqid(__METHOD__, true));
+
+        $this->expectException(\TypeError::class);
+        $lock->acquire('yes');
+    }
+
+    /**
+     * @return iterable<string, array{mixed}>
+     */
+    public static function notDeadboltStores(): iterable
+    {
+        yield 'stdClass' => [new \stdClass()];
+        yield 'a closure' => [static fn () => null];
+        yield 'symfony/lock FlockStore' => [new \Symfony\Component\Lock\Store\FlockStore(sys_get_temp_dir())];
+        yield 'a Deadbolt Key' => [new Key('not a store')];
+    }
+
+    /**
+     * @dataProvider notDeadboltStores
+     */
+    public function testAnObjectThatIsNotADeadboltStoreIsATypeError(object $notAStore): void
+    {
+        $this->expectException(\TypeError::class);
+        new LockFactory($notAStore);
+    }
+
+    public function testAStringAsStoreIsATypeError(): void
+    {
+        $this->expectException(\TypeError::class);
+        new LockFactory('flock');
+    }
+
+    public function testASymfonyKeyIsATypeError(): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+
+        $this->expectException(\TypeError::class);
+        $factory->createLockFromKey(new \Symfony\Component\Lock\Key('symfony'));
+    }
+
+    public function testAStoreRefusesASymfonyKey(): void
+    {
+        $store = new FlockStore($this->tempDir());
+
+        $this->expectException(\TypeError::class);
+        $store->save(new \Symfony\Component\Lock\Key('symfony'));
+    }
+}

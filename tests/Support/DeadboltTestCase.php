@@ -1,0 +1,124 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Support;
+
+use PHPUnit\Framework\TestCase;
+
+/**
+ * Base of the suites: a private temp directory per test, and child processes that never outlive their test.
+ */
+abstract class DeadboltTestCase extends TestCase
+{
+    /** @var list<string> */
+    private array $tempDirs = [];
+
+    /** @var list<ForkedChild|PhpProcess> */
+    private array $children = [];
+
+    /**
+     * A fresh empty directory, removed after the test.
+     */
+    protected function tempDir(): string
+    {
+        $dir = sys_get_temp_dir().'/deadbolt-test-'.bin2hex(random_bytes(8));
+        if (!mkdir($dir, 0777, true)) {
+            throw new \RuntimeException('Cannot create '.$dir);
+        }
+        $this->tempDirs[] = $dir;
+
+        return $dir;
+    }
+
+    /**
+     * A store of the given kind; FlockStore gets a private directory.
+     *
+     * @param 'flock'|'memory' $kind
+     */
+    protected function newStore(string $kind): object
+    {
+        return match ($kind) {
+            'flock' => new \Deadbolt\Store\FlockStore($this->tempDir()),
+            'memory' => new \Deadbolt\Store\InMemoryStore(),
+        };
+    }
+
+    /**
+     * @return iterable<string, array{'flock'|'memory'}>
+     */
+    public static function storeKinds(): iterable
+    {
+        yield 'FlockStore' => ['flock'];
+        yield 'InMemoryStore' => ['memory'];
+    }
+
+    /**
+     * @param callable(Channel): void $body runs in a pcntl_fork() child
+     */
+    protected function fork(callable $body): ForkedChild
+    {
+        return $this->children[] = ForkedChild::start($body);
+    }
+
+    /**
+     * @param array<string, mixed> $vars
+     */
+    protected function spawn(string $code, array $vars = []): PhpProcess
+    {
+        return $this->children[] = PhpProcess::start($code, $vars);
+    }
+
+    /**
+     * Waits until a process sleeps in the kernel (for instance in flock(2)), so that the next step really happens
+     * while it waits. Best effort with a bound: returns false if that did not show within the bound, and the
+     * caller goes on anyway; correctness never depends on it.
+     */
+    protected static function waitUntilSleeping(int $pid, float $bound = 10.0): bool
+    {
+        $deadline = hrtime(true) + (int) ($bound * 1e9);
+        while (hrtime(true) < $deadline) {
+            $stat = @file_get_contents("/proc/$pid/stat");
+            if (false === $stat) {
+                return false;
+            }
+            // The state follows the parenthesised command name, which may itself contain spaces or parentheses.
+            $state = substr($stat, strrpos($stat, ')') + 2, 1);
+            if ('S' === $state) {
+                return true;
+            }
+            usleep(500);
+        }
+
+        return false;
+    }
+
+    /**
+     * @after
+     */
+    protected function cleanUpChildrenAndTempDirs(): void
+    {
+        foreach ($this->children as $child) {
+            $child->kill();
+        }
+        $this->children = [];
+        foreach ($this->tempDirs as $dir) {
+            self::removeTree($dir);
+        }
+        $this->tempDirs = [];
+    }
+
+    private static function removeTree(string $path): void
+    {
+        if (is_dir($path) && !is_link($path)) {
+            foreach (scandir($path) ?: [] as $entry) {
+                if ('.' !== $entry && '..' !== $entry) {
+                    self::removeTree($path.'/'.$entry);
+                }
+            }
+            @rmdir($path);
+        } else {
+            @unlink($path);
+        }
+    }
+}
