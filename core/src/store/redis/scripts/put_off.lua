@@ -1,10 +1,14 @@
 -- Extend my lock (and __write__ when it is a write lock) to now + ttl; refuse if I hold nothing.
 -- A member of mine that is past its score but still present means nobody took the lock since (any
 -- taker drops expired members first), so extending it is safe, as in symfony/lock.
-local expiry = now + tonumber(ARGV[2])
+local kind = redis.call("TYPE", key).ok
+if kind ~= "none" and kind ~= "zset" then
+    return refuse(kind)
+end
 if not redis.call("ZSCORE", key, token) then
     return 0
 end
+local expiry = now_ms() + tonumber(ARGV[2])
 redis.call("ZADD", key, expiry, token)
 if redis.call("ZSCORE", key, "__write__") then
     redis.call("ZADD", key, expiry, "__write__")

@@ -1,6 +1,16 @@
 -- Exclusive lock: succeed when the set is empty, or when I already hold it (as the writer, or as
 -- the only reader: promotion). Sets my token and __write__ to now + ttl.
+local kind = redis.call("TYPE", key).ok
+if kind ~= "none" and kind ~= "zset" then
+    return refuse(kind)
+end
+local now = now_ms()
 local expiry = now + tonumber(ARGV[2])
+if kind == "none" then
+    redis.call("ZADD", key, expiry, token, expiry, "__write__")
+    redis.call("PEXPIREAT", key, expiry)
+    return 1
+end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
 if redis.call("ZSCORE", key, token) then
     if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCARD", key) > 1 then

@@ -1,9 +1,20 @@
 -- Shared lock: refused only while someone else writes. A writer asking for read is demoted.
+local kind = redis.call("TYPE", key).ok
+if kind ~= "none" and kind ~= "zset" then
+    return refuse(kind)
+end
+local now = now_ms()
+local expiry = now + tonumber(ARGV[2])
+if kind == "none" then
+    redis.call("ZADD", key, expiry, token)
+    redis.call("PEXPIREAT", key, expiry)
+    return 1
+end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
 if not redis.call("ZSCORE", key, token) and redis.call("ZSCORE", key, "__write__") then
     return 0
 end
-redis.call("ZADD", key, now + tonumber(ARGV[2]), token)
+redis.call("ZADD", key, expiry, token)
 redis.call("ZREM", key, "__write__")
 expire_at_max()
 return 1
