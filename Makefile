@@ -39,9 +39,14 @@ test-php:
 	  echo "redis-server on 127.0.0.1:$$port" && \
 	  DEADBOLT_SO=$(SO) DEADBOLT_REDIS_PORT=$$port $(PHP) $(PHPUNIT) -c phpunit.xml.dist
 
+# Benchmarks print tables (never asserted); Redis ones get their own private redis-server.
 bench: build
 	$(PHP) bench/flock.php
 	$(PHP) bench/memory.php
+	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
+	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
+	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
+	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/redis.php
 
 # Installs the extension for every SAPI of PHP 8.2 (CLI and FPM): `php -m` then lists deadbolt.
 install: build

@@ -10,6 +10,7 @@ packages=(
   php-symfony-lock           # the peer for interop tests and the benchmark anchor
   redis-server               # the Redis that `make test` starts on a private port
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
+  libssl-dev                 # TLS (rediss://) through the system's OpenSSL and CA store
   php8.2-fpm libfcgi-bin     # php-fpm runtime tests
   pkg-config make procps     # build glue; ps/pkill for process tests
 )

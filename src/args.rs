@@ -1,6 +1,8 @@
 //! Argument checks shared by the PHP classes.
 
-use deadbolt_core::Ttl;
+use std::time::{Duration, Instant};
+
+use deadbolt_core::{Error, Ttl, Wait};
 use ext_php_rs::exception::PhpResult;
 use ext_php_rs::types::{ZendCallable, ZendObject, Zval};
 
@@ -36,4 +38,32 @@ pub fn logger(object: &mut ZendObject, function: &str) -> PhpResult<Zval> {
     let mut zval = Zval::new();
     zval.set_object(object);
     Ok(zval)
+}
+
+/// How long an acquire may wait: `$timeout` (seconds, >= 0) wins over `$blocking`.
+pub fn wait(blocking: bool, timeout: Option<f64>) -> PhpResult<Wait> {
+    let Some(secs) = timeout else {
+        return Ok(if blocking { Wait::Forever } else { Wait::No });
+    };
+    let duration = Some(secs)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| {
+            to_php(Error::InvalidArgument {
+                message: format!(
+                    "The timeout must be a finite number of seconds, 0 or more, {secs} given."
+                ),
+            })
+        })?;
+    if duration.is_zero() {
+        return Ok(Wait::No);
+    }
+    Ok(Instant::now()
+        .checked_add(duration)
+        .map_or(Wait::Forever, Wait::Until))
+}
+
+/// A maximum hold in seconds for the refresher (positive, finite), if given.
+pub fn max_hold(secs: Option<f64>) -> PhpResult<Option<Duration>> {
+    secs.map(|secs| ttl(secs).map(Ttl::duration)).transpose()
 }

@@ -9,6 +9,7 @@ mod key;
 mod lock;
 mod lock_factory;
 mod logger;
+mod metrics;
 mod php_redis_client;
 mod redis_store;
 mod store_factory;
@@ -47,6 +48,9 @@ extern "C" fn info(_module: *mut ModuleEntry) {
         "stores",
         "flock, in-memory, redis (native or \\Redis, \\RedisCluster, Predis)"
     );
+    for (counter, value) in deadbolt_core::metrics::snapshot().counters {
+        info_table_row!(counter.name(), value.to_string());
+    }
     info_table_end!();
 }
 
@@ -63,4 +67,5 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<stores::PhpInMemoryStore>()
         .class::<redis_store::PhpRedisStore>()
         .class::<store_factory::PhpStoreFactory>()
+        .class::<metrics::PhpMetrics>()
 }

@@ -6,13 +6,13 @@ use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::{Arc, Once, OnceLock};
 
-use deadbolt_core::{Error, InMemoryStore, Key, Lock};
+use deadbolt_core::{Error, InMemoryStore, Key, Lock, Mode};
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
-use ext_php_rs::zend::run_handler;
+use ext_php_rs::zend::{run_handler, ExecutorGlobals};
 
 use crate::args;
 use crate::error_map::{exception_object, new_exception, throwable};
@@ -92,14 +92,29 @@ impl PhpLock {
         Ok(())
     }
 
-    #[php(defaults(blocking = false))]
-    pub fn acquire(&mut self, blocking: bool) -> PhpResult<bool> {
-        self.run(|lock, log| lock.acquire(blocking, log))
+    /// `$timeout` (seconds): wait at most that long, then return false. `acquire(true)` alone
+    /// waits forever, as in symfony/lock.
+    #[php(defaults(blocking = false, timeout = None))]
+    pub fn acquire(&mut self, blocking: bool, timeout: Option<f64>) -> PhpResult<bool> {
+        let wait = args::wait(blocking, timeout)?;
+        self.run(|lock, log| lock.acquire(Mode::Exclusive, wait, log))
     }
 
-    #[php(defaults(blocking = false))]
-    pub fn acquire_read(&mut self, blocking: bool) -> PhpResult<bool> {
-        self.run(|lock, log| lock.acquire_read(blocking, log))
+    #[php(defaults(blocking = false, timeout = None))]
+    pub fn acquire_read(&mut self, blocking: bool, timeout: Option<f64>) -> PhpResult<bool> {
+        let wait = args::wait(blocking, timeout)?;
+        self.run(|lock, log| lock.acquire(Mode::Shared, wait, log))
+    }
+
+    /// True once the background refresher found the lock gone (no network call).
+    pub fn is_lost(&self) -> bool {
+        self.inner.is_lost()
+    }
+
+    /// The fencing token of the current exclusive hold, or null.
+    pub fn get_fencing_token(&mut self) -> PhpResult<Option<i64>> {
+        let token = self.run(|lock, _| lock.fencing_token())?;
+        Ok(token.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
     }
 
     #[php(defaults(ttl = None))]
@@ -191,12 +206,48 @@ pub fn install_destructor() {
     });
 }
 
+/// Releases a dying lock whose store talks through a PHP client. Such a client may be called only
+/// inside a running frame (at shutdown there is none, and its exceptions would be fatal): then
+/// the lock is left to its TTL. An exception already in flight (the lock dies while it unwinds)
+/// is set aside for the call and put back untouched, with the frame's position.
+fn release_through_php(lock: &mut PhpLock) {
+    let saved = {
+        let mut globals = ExecutorGlobals::get_mut();
+        // SAFETY: reading the engine's current frame, which lives while this destructor runs.
+        let Some(frame) = (unsafe { globals.current_execute_data.as_mut() }) else {
+            return;
+        };
+        let saved = (
+            globals.exception,
+            frame.opline,
+            globals.opline_before_exception,
+        );
+        globals.exception = std::ptr::null_mut();
+        saved
+    };
+    run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
+    let mut globals = ExecutorGlobals::get_mut();
+    let (exception, opline, before) = saved;
+    if !exception.is_null() {
+        globals.exception = exception;
+        globals.opline_before_exception = before;
+        // SAFETY: the same frame as above: the destructor has not returned to it yet.
+        if let Some(frame) = unsafe { globals.current_execute_data.as_mut() } {
+            frame.opline = opline;
+        }
+    }
+}
+
 unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
     // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
     let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
     if let Some(lock) = lock {
         let lock = &mut **lock;
-        run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
+        if lock.inner.store().releases_from_drop() {
+            run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
+        } else {
+            release_through_php(lock);
+        }
     }
     if let Some(standard) = STANDARD_DESTRUCTOR.get() {
         // SAFETY: the engine's destructor, called as the engine would have called it.

@@ -5,12 +5,13 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::{Lock, Store};
+use deadbolt_core::{AutoRefresh, Lock, Store};
 use ext_php_rs::binary_slice::BinarySlice;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendObject, Zval};
 
 use crate::args;
+use crate::error_map::to_php;
 use crate::key::PhpKey;
 use crate::lock::PhpLock;
 use crate::stores::engine_store_arg;
@@ -23,9 +24,22 @@ pub struct PhpLockFactory {
 }
 
 impl PhpLockFactory {
-    fn lock(&self, key: &PhpKey, ttl: Option<f64>, auto_release: bool) -> PhpResult<PhpLock> {
+    fn lock(
+        &self,
+        key: &PhpKey,
+        ttl: Option<f64>,
+        auto_release: bool,
+        auto_refresh: bool,
+        max_hold: Option<f64>,
+    ) -> PhpResult<PhpLock> {
         let ttl = args::optional_ttl(ttl)?;
-        let lock = Lock::new(key.inner.clone(), self.store.clone(), ttl, auto_release);
+        let auto_refresh = AutoRefresh {
+            enabled: auto_refresh,
+            max_hold: args::max_hold(max_hold)?,
+        };
+        let lock = Lock::new(key.inner.clone(), self.store.clone(), ttl, auto_release)
+            .with_auto_refresh(auto_refresh)
+            .map_err(to_php)?;
         let logger = self.logger.as_ref().map(Zval::shallow_clone);
         Ok(PhpLock::new(lock, logger))
     }
@@ -44,25 +58,32 @@ impl PhpLockFactory {
         })
     }
 
-    #[php(defaults(ttl = 300.0, autoRelease = true))]
+    /// `$autoRefresh`: a background thread keeps the TTL topped up while the lock is held (Redis
+    /// by DSN; flock and in-memory locks never expire anyway). `$maxHold`: seconds after which
+    /// the refresher stops and the lock runs out by itself.
+    #[php(defaults(ttl = 300.0, autoRelease = true, autoRefresh = false, maxHold = None))]
     pub fn create_lock(
         &self,
         resource: BinarySlice<u8>,
         ttl: Option<f64>,
         autoRelease: bool,
+        autoRefresh: bool,
+        maxHold: Option<f64>,
     ) -> PhpResult<PhpLock> {
         let key = PhpKey::for_resource(&resource);
-        self.lock(&key, ttl, autoRelease)
+        self.lock(&key, ttl, autoRelease, autoRefresh, maxHold)
     }
 
-    #[php(defaults(ttl = 300.0, autoRelease = true))]
+    #[php(defaults(ttl = 300.0, autoRelease = true, autoRefresh = false, maxHold = None))]
     pub fn create_lock_from_key(
         &self,
         key: &PhpKey,
         ttl: Option<f64>,
         autoRelease: bool,
+        autoRefresh: bool,
+        maxHold: Option<f64>,
     ) -> PhpResult<PhpLock> {
-        self.lock(key, ttl, autoRelease)
+        self.lock(key, ttl, autoRelease, autoRefresh, maxHold)
     }
 
     /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.

@@ -5,8 +5,9 @@
 
 use deadbolt_core::store::redis::runner::{RunError, ScriptRunner};
 use deadbolt_core::store::redis::scripts::LockScript;
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::convert::IntoZvalDyn;
-use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::types::{ZendCallable, ZendHashTable, ZendObject, Zval};
 use ext_php_rs::zend::{ClassEntry, ExecutorGlobals};
 
 /// Which client API the object speaks.
@@ -52,7 +53,12 @@ impl PhpClientRunner {
         })
     }
 
-    fn run_phpredis(&self, script: &LockScript, argv: Vec<Zval>) -> Result<Zval, RunError> {
+    fn run_phpredis(
+        &self,
+        script: &LockScript,
+        argv: Vec<Zval>,
+        keys: i64,
+    ) -> Result<Zval, RunError> {
         let mut list = ZendHashTable::new();
         for arg in argv {
             list.push(arg)
@@ -60,7 +66,7 @@ impl PhpClientRunner {
         }
         let argv = list;
         let _ = call(&self.client, "clearLastError", vec![]);
-        let reply = call(&self.client, "evalSha", vec![&script.sha1(), &argv, &1i64])?;
+        let reply = call(&self.client, "evalSha", vec![&script.sha1(), &argv, &keys])?;
         if !is_false(&reply) {
             return Ok(reply);
         }
@@ -69,17 +75,21 @@ impl PhpClientRunner {
             return Err(RunError::Server(self.describe(error)));
         }
         let _ = call(&self.client, "clearLastError", vec![]);
-        let reply = call(&self.client, "eval", vec![&script.code(), &argv, &1i64])?;
+        let reply = call(&self.client, "eval", vec![&script.code(), &argv, &keys])?;
         if is_false(&reply) {
             return Err(RunError::Server(self.describe(last_error(&self.client))));
         }
         Ok(reply)
     }
 
-    fn run_predis(&self, script: &LockScript, argv: Vec<Zval>) -> Result<Zval, RunError> {
-        let one = 1i64;
+    fn run_predis(
+        &self,
+        script: &LockScript,
+        argv: Vec<Zval>,
+        keys: i64,
+    ) -> Result<Zval, RunError> {
         let evalsha = |method: &str, first: &dyn IntoZvalDyn| {
-            let mut params: Vec<&dyn IntoZvalDyn> = vec![first, &one];
+            let mut params: Vec<&dyn IntoZvalDyn> = vec![first, &keys];
             params.extend(argv.iter().map(|a| a as &dyn IntoZvalDyn));
             call(&self.client, method, params)
         };
@@ -115,9 +125,12 @@ impl ScriptRunner for PhpClientRunner {
         &self.name
     }
 
-    fn run(&self, script: &LockScript, resource: &[u8], args: &[&[u8]]) -> Result<i64, RunError> {
-        let argv: Vec<Zval> = std::iter::once(resource)
-            .chain(args.iter().copied())
+    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
+        let key_count = i64::try_from(keys.len()).unwrap_or(1);
+        let argv: Vec<Zval> = keys
+            .iter()
+            .chain(args.iter())
+            .copied()
             .map(|bytes| {
                 let mut zval = Zval::new();
                 zval.set_binary(bytes.to_vec());
@@ -125,8 +138,8 @@ impl ScriptRunner for PhpClientRunner {
             })
             .collect();
         let reply = match self.flavour {
-            Flavour::PhpRedis => self.run_phpredis(script, argv),
-            Flavour::Predis => self.run_predis(script, argv),
+            Flavour::PhpRedis => self.run_phpredis(script, argv, key_count),
+            Flavour::Predis => self.run_predis(script, argv, key_count),
         }
         .map_err(|e| match e {
             RunError::Connection(m) => {
@@ -146,8 +159,12 @@ impl ScriptRunner for PhpClientRunner {
 /// Calls `$object->method(...$params)`. An exception the client throws is taken from the engine
 /// and returned as an error: a connection failure, or a server error reply (Predis).
 fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zval, RunError> {
-    let result = object.try_call_method(method, params);
-    if let Some(exception) = ExecutorGlobals::take_exception() {
+    let result = match object.try_call_method(method, params.clone()) {
+        // Predis answers commands through __call: no real method to find.
+        Err(ext_php_rs::error::Error::Callable) => call_magic(object, method, params),
+        other => other,
+    };
+    if let Some(exception) = take_pending_exception() {
         let class = exception.get_class_name().unwrap_or_default();
         let message = exception
             .try_call_method("getMessage", vec![])
@@ -164,6 +181,47 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
         );
     }
     result.map_err(|e| RunError::Server(format!("{method}() could not be called: {e}")))
+}
+
+/// Takes the exception a client just threw, as `zend_clear_exception()` would: when the call came
+/// from user code (a Lock dying in `unset()`), PHP has already pointed that frame at its exception
+/// handler, and it must resume where it was or it unwinds with no exception at all.
+fn take_pending_exception() -> Option<ZBox<ZendObject>> {
+    let exception = ExecutorGlobals::take_exception()?;
+    let globals = ExecutorGlobals::get_mut();
+    // SAFETY: the frame pointer is the engine's current one (or null); user frames have `op_array`
+    // as their function, and `opline_before_exception` is where the engine left that frame.
+    unsafe {
+        if let Some(frame) = globals.current_execute_data.as_mut() {
+            let is_user_code = frame
+                .func
+                .as_ref()
+                .is_some_and(|func| u32::from(func.type_) == ZEND_USER_FUNCTION);
+            if is_user_code {
+                frame.opline = globals.opline_before_exception;
+            }
+        }
+    }
+    Some(exception)
+}
+
+/// `ZEND_USER_FUNCTION` from zend_compile.h.
+const ZEND_USER_FUNCTION: u32 = 2;
+
+/// `call_user_func_array([$object, $method], $params)`, which goes through `__call`.
+fn call_magic(
+    object: &Zval,
+    method: &str,
+    params: Vec<&dyn IntoZvalDyn>,
+) -> ext_php_rs::error::Result<Zval> {
+    let mut callable = ZendHashTable::new();
+    callable.push(object.shallow_clone())?;
+    callable.push(method)?;
+    let mut arguments = ZendHashTable::new();
+    for param in params {
+        arguments.push(param.as_zval(false)?)?;
+    }
+    ZendCallable::try_from_name("call_user_func_array")?.try_call(vec![&callable, &arguments])
 }
 
 fn is_false(zval: &Zval) -> bool {

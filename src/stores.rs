@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::{store, FlockStore, InMemoryStore, Store};
+use deadbolt_core::{FlockStore, InMemoryStore, Mode, Store, WaitReport};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject};
@@ -22,19 +22,34 @@ pub(crate) struct Contract<'a>(pub(crate) &'a dyn Store);
 
 impl Contract<'_> {
     pub(crate) fn save(&self, key: &PhpKey) -> PhpResult<()> {
-        self.0.save(&mut key.inner.lock()).map_err(to_php)
+        self.save_in(key, Mode::Exclusive)
     }
 
     pub(crate) fn save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        store::save_read(self.0, &mut key.inner.lock()).map_err(to_php)
+        self.save_in(key, Mode::Shared)
     }
 
     pub(crate) fn wait_and_save(&self, key: &PhpKey) -> PhpResult<()> {
-        store::wait_and_save(self.0, &mut key.inner.lock()).map_err(to_php)
+        self.wait_in(key, Mode::Exclusive)
     }
 
     pub(crate) fn wait_and_save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        store::wait_and_save_read(self.0, &mut key.inner.lock()).map_err(to_php)
+        self.wait_in(key, Mode::Shared)
+    }
+
+    fn save_in(&self, key: &PhpKey, mode: Mode) -> PhpResult<()> {
+        self.0
+            .save(&mut key.inner.lock(), mode, None)
+            .map_err(to_php)
+    }
+
+    /// symfony/lock's `waitAndSave`: waits without a deadline.
+    fn wait_in(&self, key: &PhpKey, mode: Mode) -> PhpResult<()> {
+        let mut report = WaitReport::default();
+        self.0
+            .wait(&mut key.inner.lock(), mode, None, None, &mut report)
+            .map(|_| ())
+            .map_err(to_php)
     }
 
     pub(crate) fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {

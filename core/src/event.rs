@@ -67,7 +67,6 @@ impl EventSink for Silent {
 pub(crate) mod messages {
     pub const ACQUIRED: &str = "Successfully acquired the \"{resource}\" lock.";
     pub const ACQUIRED_READ: &str = "Successfully acquired the \"{resource}\" lock for reading.";
-    pub const READ_FALLBACK: &str = "Store does not support ReadLocks, fallback to WriteLock.";
     pub const CONFLICT: &str =
         "Failed to acquire the \"{resource}\" lock. Someone else already acquired the lock.";
     pub const ACQUIRE_FAILED: &str = "Failed to acquire the \"{resource}\" lock.";

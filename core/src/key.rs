@@ -23,6 +23,8 @@ pub struct Key {
     owner_pid: u32,
     /// The flock store's open file for this key, if it holds one.
     pub(crate) flock: Option<FlockHold>,
+    /// The fencing token of the current exclusive hold, once known.
+    pub(crate) fence: Option<u64>,
 }
 
 impl Key {
@@ -34,6 +36,7 @@ impl Key {
             lifetime: Lifetime::default(),
             owner_pid: current_pid(),
             flock: None,
+            fence: None,
         }
     }
 
@@ -106,6 +109,11 @@ impl Key {
         self.owner_pid != current_pid()
     }
 
+    /// The fencing token of the current exclusive hold, if the store assigned one.
+    pub fn fence(&self) -> Option<u64> {
+        self.fence
+    }
+
     /// True when the key holds state that only this process can use (an open lock file).
     pub fn is_process_bound(&self) -> bool {
         self.flock.is_some()
@@ -117,6 +125,7 @@ impl Key {
     pub fn adopt_if_inherited(&mut self) {
         if self.is_inherited() {
             self.flock = None;
+            self.fence = None;
             self.token = OnceLock::new();
             self.lifetime.reset();
             self.owner_pid = current_pid();

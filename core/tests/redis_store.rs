@@ -6,8 +6,7 @@ mod support;
 
 use std::collections::HashMap;
 
-use deadbolt_core::store::redis::native::NativeRunner;
-use deadbolt_core::{ExpiringStore, Key, RedisStore, Store, Ttl};
+use deadbolt_core::{Key, Mode, RedisStore, Store, Ttl};
 use support::{unique, RedisServer};
 
 fn ttl(secs: f64) -> Ttl {
@@ -15,7 +14,7 @@ fn ttl(secs: f64) -> Ttl {
 }
 
 fn store_for(dsn: &str) -> RedisStore {
-    RedisStore::new(Box::new(NativeRunner::new(dsn).unwrap()), ttl(300.0))
+    RedisStore::connect(dsn, ttl(300.0)).unwrap()
 }
 
 fn server_ms(con: &mut redis::Connection) -> f64 {
@@ -29,7 +28,9 @@ fn a_write_lock_is_symfonys_sorted_set_with_write_marker_and_expiry() {
     let store = store_for(&redis.url());
     let resource = unique("model");
     let mut key = Key::new(resource.clone());
-    store.save_for(&mut key, ttl(10.0)).unwrap();
+    store
+        .save(&mut key, Mode::Exclusive, Some(ttl(10.0)))
+        .unwrap();
 
     let mut con = redis.client();
     let kind: String = redis::cmd("TYPE").arg(&resource).query(&mut con).unwrap();
@@ -66,8 +67,8 @@ fn readers_are_members_without_the_write_marker() {
     let resource = unique("readers");
     let mut a = Key::new(resource.clone());
     let mut b = Key::new(resource.clone());
-    store.save_read_for(&mut a, ttl(5.0)).unwrap();
-    store.save_read_for(&mut b, ttl(20.0)).unwrap();
+    store.save(&mut a, Mode::Shared, Some(ttl(5.0))).unwrap();
+    store.save(&mut b, Mode::Shared, Some(ttl(20.0))).unwrap();
     let mut con = redis.client();
     let count: i64 = redis::cmd("ZCARD").arg(&resource).query(&mut con).unwrap();
     let marker: Option<f64> = redis::cmd("ZSCORE")
@@ -98,7 +99,10 @@ fn a_legacy_string_lock_counts_as_held_by_someone_else() {
         .exec(&mut con)
         .unwrap();
     let mut key = Key::new(resource.clone());
-    assert!(store.save(&mut key).unwrap_err().is_conflict());
+    assert!(store
+        .save(&mut key, Mode::Exclusive, None)
+        .unwrap_err()
+        .is_conflict());
     assert!(!store.exists(&key).unwrap());
     store.delete(&mut key).unwrap();
     let value: String = redis::cmd("GET").arg(&resource).query(&mut con).unwrap();
@@ -120,7 +124,9 @@ fn a_key_of_another_type_is_a_storage_error_naming_the_type() {
         .arg("v")
         .exec(&mut con)
         .unwrap();
-    let err = store.save(&mut Key::new(resource.clone())).unwrap_err();
+    let err = store
+        .save(&mut Key::new(resource.clone()), Mode::Exclusive, None)
+        .unwrap_err();
     let text = err.to_string();
     assert!(
         matches!(err, deadbolt_core::Error::Storage { .. }),
@@ -134,7 +140,9 @@ fn an_acquire_and_a_release_cost_one_script_call_each() {
     let redis = RedisServer::start();
     let store = store_for(&redis.url());
     let mut warm = Key::new(unique("warm"));
-    store.save_for(&mut warm, ttl(5.0)).unwrap();
+    store
+        .save(&mut warm, Mode::Exclusive, Some(ttl(5.0)))
+        .unwrap();
     store.delete(&mut warm).unwrap();
     let mut con = redis.client();
     redis::cmd("CONFIG")
@@ -143,7 +151,9 @@ fn an_acquire_and_a_release_cost_one_script_call_each() {
         .unwrap();
     for _ in 0..10 {
         let mut key = Key::new(unique("cycle"));
-        store.save_for(&mut key, ttl(5.0)).unwrap();
+        store
+            .save(&mut key, Mode::Exclusive, Some(ttl(5.0)))
+            .unwrap();
         store.delete(&mut key).unwrap();
     }
     let info: String = redis::cmd("INFO")
@@ -157,6 +167,7 @@ fn an_acquire_and_a_release_cost_one_script_call_each() {
             .map_or(0, |n| n.parse().unwrap())
     };
     assert_eq!(calls("evalsha"), 20, "{info}");
+    assert_eq!(calls("incr"), 10, "one fencing number per acquire: {info}");
     assert_eq!(calls("eval"), 0, "{info}");
 }
 
@@ -165,14 +176,14 @@ fn a_stopped_server_is_a_storage_error_and_a_restarted_one_just_works() {
     let mut redis = RedisServer::start();
     let store = store_for(&redis.url());
     let mut key = Key::new(unique("restart"));
-    store.save(&mut key).unwrap();
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
     redis.stop();
     let err = store.exists(&key).unwrap_err().to_string();
     assert!(err.contains(&format!("127.0.0.1:{}", redis.port)), "{err}");
     redis.restart();
     // Same store object, same key: the lock data died with the server, the connection is renewed.
     assert!(!store.exists(&key).unwrap());
-    store.save(&mut key).unwrap();
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
     assert!(store.exists(&key).unwrap());
 }
 
@@ -181,9 +192,9 @@ fn a_kept_connection_survives_a_restart_between_calls() {
     let mut redis = RedisServer::start();
     let store = store_for(&redis.url());
     let mut key = Key::new(unique("kept"));
-    store.save(&mut key).unwrap();
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
     redis.restart();
-    store.save(&mut key).unwrap();
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
     assert!(store.exists(&key).unwrap());
 }
 
@@ -194,7 +205,9 @@ fn a_wrong_password_is_reported_without_the_password() {
         "redis://:wrong-staple-guess@127.0.0.1:{}",
         redis.port
     ));
-    let err = store.save(&mut Key::new(unique("auth"))).unwrap_err();
+    let err = store
+        .save(&mut Key::new(unique("auth")), Mode::Exclusive, None)
+        .unwrap_err();
     let text = format!("{err} {err:?}");
     assert!(!text.contains("wrong-staple-guess"), "{text}");
     assert!(
@@ -205,7 +218,8 @@ fn a_wrong_password_is_reported_without_the_password() {
         "redis://:right-horse-battery@127.0.0.1:{}",
         redis.port
     ));
-    good.save(&mut Key::new(unique("auth"))).unwrap();
+    good.save(&mut Key::new(unique("auth")), Mode::Exclusive, None)
+        .unwrap();
 }
 
 #[test]
@@ -216,7 +230,9 @@ fn the_password_can_come_from_a_named_environment_variable() {
         "redis://127.0.0.1:{}?password_env=DEADBOLT_TEST_REDIS_PW",
         redis.port
     ));
-    store.save(&mut Key::new(unique("env"))).unwrap();
+    store
+        .save(&mut Key::new(unique("env")), Mode::Exclusive, None)
+        .unwrap();
 }
 
 #[test]
@@ -224,7 +240,7 @@ fn unix_sockets_work() {
     let redis = RedisServer::start();
     let store = store_for(&format!("redis://{}", redis.socket().display()));
     let mut key = Key::new(unique("unix"));
-    store.save(&mut key).unwrap();
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
     assert!(store.exists(&key).unwrap());
     assert!(store.name().contains("redis.sock"), "{}", store.name());
 }
@@ -233,13 +249,17 @@ fn unix_sockets_work() {
 fn an_evicting_memory_policy_is_warned_about_once() {
     let redis = RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
     let store = store_for(&redis.url());
-    store.save(&mut Key::new(unique("evict"))).unwrap();
+    store
+        .save(&mut Key::new(unique("evict")), Mode::Exclusive, None)
+        .unwrap();
     let warning = store.take_warning().expect("a warning");
     assert!(warning.contains("allkeys-lru"), "{warning}");
     assert_eq!(store.take_warning(), None);
     let safe = RedisServer::start();
     let store = store_for(&safe.url());
-    store.save(&mut Key::new(unique("noevict"))).unwrap();
+    store
+        .save(&mut Key::new(unique("noevict")), Mode::Exclusive, None)
+        .unwrap();
     assert_eq!(store.take_warning(), None);
 }
 
@@ -249,8 +269,44 @@ fn a_lock_that_expires_on_the_way_is_removed_and_reported() {
     let store = store_for(&redis.url());
     let resource = unique("expired");
     let mut key = Key::new(resource.clone());
-    let err = store.save_for(&mut key, ttl(0.000_001)).unwrap_err();
+    let err = store
+        .save(&mut key, Mode::Exclusive, Some(ttl(0.000_001)))
+        .unwrap_err();
     assert!(matches!(err, deadbolt_core::Error::Expired { .. }), "{err}");
     let mut other = Key::new(resource);
-    store.save(&mut other).unwrap();
+    store.save(&mut other, Mode::Exclusive, None).unwrap();
+}
+
+#[test]
+fn a_release_wakes_a_waiter_through_the_signal_list() {
+    use std::time::{Duration, Instant};
+    let redis = RedisServer::start();
+    let resource = unique("wake");
+    let dsn = redis.url();
+    let holder_dsn = dsn.clone();
+    let holder_resource = resource.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    // The holder runs on another thread with its own store (as another process would).
+    let holder = std::thread::spawn(move || {
+        let store = RedisStore::connect(&format!("{holder_dsn}?timeout=1"), ttl(60.0)).unwrap();
+        let mut key = Key::new(holder_resource);
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
+        ready_tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        store.delete(&mut key).unwrap();
+    });
+    ready_rx.recv().unwrap();
+    let store = store_for(&dsn);
+    let mut key = Key::new(resource);
+    let mut report = deadbolt_core::WaitReport::default();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let taken = store
+        .wait(&mut key, Mode::Exclusive, None, Some(deadline), &mut report)
+        .unwrap();
+    holder.join().unwrap();
+    assert!(taken);
+    assert!(
+        report.wakeups >= 1,
+        "woken by the release, not by polling alone: {report:?}"
+    );
 }

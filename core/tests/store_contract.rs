@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use deadbolt_core::store::redis::native::NativeRunner;
 use deadbolt_core::{
-    store, Error, FlockStore, InMemoryStore, Key, Lock, RedisStore, Silent, Store, Ttl,
+    Error, FlockStore, InMemoryStore, Key, Lock, Mode, RedisStore, Silent, Store, Ttl, Wait,
+    WaitReport,
 };
 use support::{unique, RedisServer};
 
@@ -23,8 +24,15 @@ fn each_store(check: impl Fn(&dyn Store, &str)) {
     check(&FlockStore::new(dir.path()).unwrap(), "flock");
     check(&InMemoryStore::new(), "memory");
     let redis = RedisServer::start();
+    check(
+        &RedisStore::connect(&redis.url(), ttl(30.0)).unwrap(),
+        "redis",
+    );
     let runner = NativeRunner::new(&redis.url()).unwrap();
-    check(&RedisStore::new(Box::new(runner), ttl(30.0)), "redis");
+    check(
+        &RedisStore::new(Box::new(runner), ttl(30.0)),
+        "redis-runner",
+    );
 }
 
 #[test]
@@ -32,7 +40,7 @@ fn a_saved_key_exists_and_a_deleted_one_does_not() {
     each_store(|store, kind| {
         let mut key = Key::new(unique("save"));
         assert!(!store.exists(&key).unwrap(), "{kind}");
-        store.save(&mut key).unwrap();
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
         assert!(store.exists(&key).unwrap(), "{kind}");
         store.delete(&mut key).unwrap();
         assert!(!store.exists(&key).unwrap(), "{kind}");
@@ -45,12 +53,12 @@ fn two_keys_of_one_resource_exclude_each_other() {
         let resource = unique("exclude");
         let mut first = Key::new(resource.clone());
         let mut second = Key::new(resource);
-        store.save(&mut first).unwrap();
-        let err = store.save(&mut second).unwrap_err();
+        store.save(&mut first, Mode::Exclusive, None).unwrap();
+        let err = store.save(&mut second, Mode::Exclusive, None).unwrap_err();
         assert!(err.is_conflict(), "{kind}: {err}");
         assert!(!store.exists(&second).unwrap(), "{kind}");
         store.delete(&mut first).unwrap();
-        store.save(&mut second).unwrap();
+        store.save(&mut second, Mode::Exclusive, None).unwrap();
     });
 }
 
@@ -60,7 +68,7 @@ fn release_by_another_key_leaves_lock_held() {
         let resource = unique("other-release");
         let mut owner = Key::new(resource.clone());
         let mut stranger = Key::new(resource);
-        store.save(&mut owner).unwrap();
+        store.save(&mut owner, Mode::Exclusive, None).unwrap();
         store.delete(&mut stranger).unwrap();
         assert!(store.exists(&owner).unwrap(), "{kind}");
     });
@@ -70,8 +78,8 @@ fn release_by_another_key_leaves_lock_held() {
 fn saving_twice_with_one_key_succeeds() {
     each_store(|store, kind| {
         let mut key = Key::new(unique("twice"));
-        store.save(&mut key).unwrap();
-        store.save(&mut key).unwrap();
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
         assert!(store.exists(&key).unwrap(), "{kind}");
     });
 }
@@ -82,7 +90,7 @@ fn extending_a_lock_someone_else_holds_is_a_conflict() {
         let resource = unique("putoff");
         let mut owner = Key::new(resource.clone());
         let mut stranger = Key::new(resource);
-        store.save(&mut owner).unwrap();
+        store.save(&mut owner, Mode::Exclusive, None).unwrap();
         store.put_off_expiration(&mut owner, ttl(10.0)).unwrap();
         let err = store
             .put_off_expiration(&mut stranger, ttl(10.0))
@@ -94,19 +102,27 @@ fn extending_a_lock_someone_else_holds_is_a_conflict() {
 #[test]
 fn readers_share_and_writers_exclude() {
     each_store(|store, kind| {
-        let shared = store.as_shared().unwrap();
         let resource = unique("rw");
         let mut reader_a = Key::new(resource.clone());
         let mut reader_b = Key::new(resource.clone());
         let mut writer = Key::new(resource);
-        shared.save_read(&mut reader_a).unwrap();
-        shared.save_read(&mut reader_b).unwrap();
-        assert!(store.save(&mut writer).unwrap_err().is_conflict(), "{kind}");
+        store.save(&mut reader_a, Mode::Shared, None).unwrap();
+        store.save(&mut reader_b, Mode::Shared, None).unwrap();
+        assert!(
+            store
+                .save(&mut writer, Mode::Exclusive, None)
+                .unwrap_err()
+                .is_conflict(),
+            "{kind}"
+        );
         store.delete(&mut reader_a).unwrap();
         store.delete(&mut reader_b).unwrap();
-        store.save(&mut writer).unwrap();
+        store.save(&mut writer, Mode::Exclusive, None).unwrap();
         assert!(
-            shared.save_read(&mut reader_a).unwrap_err().is_conflict(),
+            store
+                .save(&mut reader_a, Mode::Shared, None)
+                .unwrap_err()
+                .is_conflict(),
             "{kind}"
         );
     });
@@ -115,20 +131,25 @@ fn readers_share_and_writers_exclude() {
 #[test]
 fn a_sole_reader_is_promoted_and_a_writer_demoted() {
     each_store(|store, kind| {
-        let shared = store.as_shared().unwrap();
         let resource = unique("promote");
         let mut key = Key::new(resource.clone());
         let mut other = Key::new(resource);
-        shared.save_read(&mut key).unwrap();
-        store.save(&mut key).unwrap();
+        store.save(&mut key, Mode::Shared, None).unwrap();
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
         assert!(
-            shared.save_read(&mut other).unwrap_err().is_conflict(),
+            store
+                .save(&mut other, Mode::Shared, None)
+                .unwrap_err()
+                .is_conflict(),
             "{kind}: promoted"
         );
-        shared.save_read(&mut key).unwrap();
-        shared.save_read(&mut other).unwrap();
+        store.save(&mut key, Mode::Shared, None).unwrap();
+        store.save(&mut other, Mode::Shared, None).unwrap();
         assert!(
-            store.save(&mut key).unwrap_err().is_conflict(),
+            store
+                .save(&mut key, Mode::Exclusive, None)
+                .unwrap_err()
+                .is_conflict(),
             "{kind}: two readers, no promotion"
         );
     });
@@ -141,10 +162,7 @@ fn a_lock_acquires_refreshes_and_releases() {
     let stores: Vec<Rc<dyn Store>> = vec![
         Rc::new(FlockStore::new(dir.path()).unwrap()),
         Rc::new(InMemoryStore::new()),
-        Rc::new(RedisStore::new(
-            Box::new(NativeRunner::new(&redis.url()).unwrap()),
-            ttl(30.0),
-        )),
+        Rc::new(RedisStore::connect(&redis.url(), ttl(30.0)).unwrap()),
     ];
     for store in stores {
         let resource = unique("lock");
@@ -153,19 +171,25 @@ fn a_lock_acquires_refreshes_and_releases() {
         let rival_key = Arc::new(parking_lot::Mutex::new(Key::new(resource)));
         let mut rival = Lock::new(rival_key, store.clone(), Some(ttl(5.0)), true);
         assert!(
-            lock.acquire(false, &mut Silent).unwrap(),
+            lock.acquire(Mode::Exclusive, Wait::No, &mut Silent)
+                .unwrap(),
             "{}",
             store.name()
         );
-        assert!(!rival.acquire(false, &mut Silent).unwrap());
+        assert!(!rival
+            .acquire(Mode::Exclusive, Wait::No, &mut Silent)
+            .unwrap());
         lock.refresh(None, &mut Silent).unwrap();
         assert!(lock.is_acquired().unwrap());
         lock.release(&mut Silent).unwrap();
         assert!(!lock.is_acquired().unwrap());
-        assert!(rival.acquire(false, &mut Silent).unwrap());
+        assert!(rival
+            .acquire(Mode::Exclusive, Wait::No, &mut Silent)
+            .unwrap());
         drop(rival);
         assert!(
-            lock.acquire(false, &mut Silent).unwrap(),
+            lock.acquire(Mode::Exclusive, Wait::No, &mut Silent)
+                .unwrap(),
             "{}: dropping released",
             store.name()
         );
@@ -180,7 +204,8 @@ fn refresh_without_any_ttl_is_an_invalid_argument() {
         None,
         true,
     );
-    lock.acquire(false, &mut Silent).unwrap();
+    lock.acquire(Mode::Exclusive, Wait::No, &mut Silent)
+        .unwrap();
     let err = lock.refresh(None, &mut Silent).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }));
     assert_eq!(
@@ -190,9 +215,71 @@ fn refresh_without_any_ttl_is_an_invalid_argument() {
 }
 
 #[test]
-fn blocking_waits_poll_on_stores_without_native_waits() {
-    let store = InMemoryStore::new();
-    let mut key = Key::new("poll");
-    store::wait_and_save(&store, &mut key).unwrap();
-    assert!(store.exists(&key).unwrap());
+fn a_wait_with_a_deadline_gives_up_and_a_free_lock_is_taken_at_once() {
+    each_store(|store, kind| {
+        let resource = unique("deadline");
+        let mut holder = Key::new(resource.clone());
+        let mut waiter = Key::new(resource);
+        store.save(&mut holder, Mode::Exclusive, None).unwrap();
+        let mut report = WaitReport::default();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(150);
+        let taken = store
+            .wait(
+                &mut waiter,
+                Mode::Exclusive,
+                None,
+                Some(deadline),
+                &mut report,
+            )
+            .unwrap();
+        assert!(!taken, "{kind}: the holder never let go");
+        assert!(
+            std::time::Instant::now() >= deadline,
+            "{kind}: gave up before the deadline"
+        );
+        store.delete(&mut holder).unwrap();
+        let taken = store
+            .wait(
+                &mut waiter,
+                Mode::Exclusive,
+                None,
+                Some(deadline),
+                &mut report,
+            )
+            .unwrap();
+        assert!(taken, "{kind}");
+    });
+}
+
+#[test]
+fn exclusive_holds_get_growing_fencing_tokens() {
+    each_store(|store, kind| {
+        let resource = unique("fence");
+        let mut last = 0;
+        for _ in 0..5 {
+            let mut key = Key::new(resource.clone());
+            store.save(&mut key, Mode::Exclusive, None).unwrap();
+            let token = store.fencing_token(&mut key).unwrap().unwrap();
+            assert!(token > last, "{kind}: {token} after {last}");
+            assert_eq!(
+                store.fencing_token(&mut key).unwrap(),
+                Some(token),
+                "{kind}: stable"
+            );
+            last = token;
+            store.delete(&mut key).unwrap();
+            assert_eq!(
+                store.fencing_token(&mut key).unwrap(),
+                None,
+                "{kind}: released"
+            );
+        }
+        let mut reader = Key::new(resource);
+        store.save(&mut reader, Mode::Shared, None).unwrap();
+        assert_eq!(
+            store.fencing_token(&mut reader).unwrap(),
+            None,
+            "{kind}: readers"
+        );
+    });
 }

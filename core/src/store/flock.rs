@@ -3,28 +3,36 @@
 //!
 //! Each key opens its own file description: two keys in one process exclude each other, and the
 //! lock lives exactly as long as the key's handle. Locks held this way never expire.
+//!
+//! Fencing tokens live in the lock file itself (a decimal counter, read and bumped under the
+//! exclusive lock), drawn when a holder first asks for one: holders that never ask pay nothing.
+//! symfony/lock never reads the file's content, so the files stay compatible.
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
 
 use fs4::{FileExt, TryLockError};
 
 use crate::process::current_pid;
 use crate::store::flock_path::lock_file_name;
-use crate::store::{BlockingSharedStore, BlockingStore, SharedStore, Store};
+use crate::store::{Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 
 /// Mode of a lock file: any user who can reach the directory may lock it (symfony/lock does the same).
 const LOCK_FILE_MODE: u32 = 0o666;
+/// Longest fencing counter read back from a lock file (a u64 in decimal).
+const FENCE_DIGITS: u64 = 20;
 
 /// A key's open lock file. Dropping it closes the descriptor, which frees the lock when no other
 /// descriptor of the same file description is left.
 #[derive(Debug)]
 pub struct FlockHold {
     file: File,
-    shared: bool,
+    mode: Mode,
     /// The process that opened it: only that process ever unlocks it.
     pid: u32,
 }
@@ -45,12 +53,6 @@ impl FlockHold {
 pub struct FlockStore {
     dir: PathBuf,
     name: String,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Exclusive,
-    Shared,
 }
 
 impl FlockStore {
@@ -90,10 +92,9 @@ impl FlockStore {
 
     fn lock(&self, key: &mut Key, mode: Mode, blocking: bool) -> Result<()> {
         key.adopt_if_inherited();
-        let shared = mode == Mode::Shared;
         let file = match key.flock.take() {
             // Already held in the wanted mode: nothing to do.
-            Some(hold) if hold.shared == shared => {
+            Some(hold) if hold.mode == mode => {
                 key.flock = Some(hold);
                 return Ok(());
             }
@@ -102,19 +103,71 @@ impl FlockStore {
             Some(hold) => hold.file,
             None => self.open(key)?,
         };
+        key.fence = None;
         match flock(&file, mode, blocking) {
             Ok(()) => {
-                key.flock = Some(FlockHold {
-                    file,
-                    shared,
-                    pid: current_pid(),
-                });
+                self.hold(key, file, mode);
                 Ok(())
             }
             Err(TryLockError::WouldBlock) => {
                 Err(Error::conflict(key.display_resource(), &self.name))
             }
             Err(TryLockError::Error(e)) => Err(self.io_error("lock", key, e)),
+        }
+    }
+
+    fn hold(&self, key: &mut Key, file: File, mode: Mode) {
+        key.flock = Some(FlockHold {
+            file,
+            mode,
+            pid: current_pid(),
+        });
+    }
+
+    /// Waits for the lock until `deadline` without spinning: a helper thread blocks in flock(2)
+    /// on its own open file description and hands it over when it gets the lock. When the deadline
+    /// comes first, the thread is left to finish; whenever it gets the lock later, it finds nobody
+    /// to hand it to and unlocks at once (explicitly, so that no descriptor a fork copied keeps it).
+    fn lock_until(&self, key: &mut Key, mode: Mode, deadline: Instant) -> Result<bool> {
+        match self.lock(key, mode, false) {
+            Ok(()) => return Ok(true),
+            Err(e) if e.is_conflict() => {}
+            Err(e) => return Err(e),
+        }
+        let file = self.open(key)?;
+        let (sender, receiver) = mpsc::channel::<io::Result<File>>();
+        let waiter = std::thread::Builder::new()
+            .name("deadbolt-flock-wait".into())
+            .spawn(move || {
+                let outcome = flock(&file, mode, true)
+                    .map(|()| file)
+                    .map_err(io::Error::from);
+                if let Err(mpsc::SendError(Ok(file))) = sender.send(outcome) {
+                    let _ = FileExt::unlock(&file);
+                }
+            });
+        if let Err(e) = waiter {
+            return Err(self.io_error("wait for", key, e));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match receiver.recv_timeout(left) {
+            Ok(Ok(file)) => {
+                self.hold(key, file, mode);
+                Ok(true)
+            }
+            Ok(Err(e)) => Err(self.io_error("lock", key, e)),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The lock may have arrived in the instant after the timeout: give it back.
+                if let Ok(Ok(file)) = receiver.try_recv() {
+                    let _ = FileExt::unlock(&file);
+                }
+                Ok(false)
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(self.io_error(
+                "wait for",
+                key,
+                io::Error::other("the waiting thread ended without an answer"),
+            )),
         }
     }
 
@@ -155,6 +208,21 @@ impl FlockStore {
         }
     }
 
+    /// The fencing token of `key`'s exclusive hold: drawn from the counter in the lock file on
+    /// first request (under the exclusive lock, so holders draw in the order they held it).
+    fn draw_fence(&self, key: &mut Key) -> Result<Option<u64>> {
+        if key.fence.is_some() || key.is_inherited() {
+            return Ok(key.fence.filter(|_| !key.is_inherited()));
+        }
+        let next = match key.flock.as_mut() {
+            Some(hold) if hold.mode == Mode::Exclusive => bump_counter(&mut hold.file),
+            _ => return Ok(None),
+        };
+        let next = next.map_err(|e| self.io_error("draw a fencing token from", key, e))?;
+        key.fence = Some(next);
+        Ok(Some(next))
+    }
+
     fn io_error(&self, action: &str, key: &Key, e: io::Error) -> Error {
         Error::storage(
             format!(
@@ -165,6 +233,20 @@ impl FlockStore {
             e,
         )
     }
+}
+
+/// Reads the decimal counter at the start of `file` (empty: 0), writes it back plus one.
+fn bump_counter(file: &mut File) -> io::Result<u64> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0))?;
+    Read::by_ref(file)
+        .take(FENCE_DIGITS)
+        .read_to_string(&mut text)?;
+    let current = text.trim().parse::<u64>().unwrap_or(0);
+    let next = current.saturating_add(1);
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(next.to_string().as_bytes())?;
+    Ok(next)
 }
 
 /// One flock(2) call; blocking calls retry when a signal interrupts them.
@@ -192,8 +274,22 @@ impl Store for FlockStore {
         &self.name
     }
 
-    fn save(&self, key: &mut Key) -> Result<()> {
-        self.lock(key, Mode::Exclusive, false)
+    fn save(&self, key: &mut Key, mode: Mode, _ttl: Option<Ttl>) -> Result<()> {
+        self.lock(key, mode, false)
+    }
+
+    fn wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        _ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        _report: &mut WaitReport,
+    ) -> Result<bool> {
+        match deadline {
+            None => self.lock(key, mode, true).map(|()| true),
+            Some(deadline) => self.lock_until(key, mode, deadline),
+        }
     }
 
     fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
@@ -206,7 +302,12 @@ impl Store for FlockStore {
         }
     }
 
+    fn fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
+        self.draw_fence(key)
+    }
+
     fn delete(&self, key: &mut Key) -> Result<()> {
+        key.fence = None;
         match key.flock.take() {
             Some(hold) => hold.release().map_err(|e| self.io_error("unlock", key, e)),
             None => Ok(()),
@@ -218,35 +319,5 @@ impl Store for FlockStore {
             .flock
             .as_ref()
             .is_some_and(|hold| hold.pid == current_pid()))
-    }
-
-    fn as_shared(&self) -> Option<&dyn SharedStore> {
-        Some(self)
-    }
-
-    fn as_blocking(&self) -> Option<&dyn BlockingStore> {
-        Some(self)
-    }
-
-    fn as_blocking_shared(&self) -> Option<&dyn BlockingSharedStore> {
-        Some(self)
-    }
-}
-
-impl SharedStore for FlockStore {
-    fn save_read(&self, key: &mut Key) -> Result<()> {
-        self.lock(key, Mode::Shared, false)
-    }
-}
-
-impl BlockingStore for FlockStore {
-    fn wait_and_save(&self, key: &mut Key) -> Result<()> {
-        self.lock(key, Mode::Exclusive, true)
-    }
-}
-
-impl BlockingSharedStore for FlockStore {
-    fn wait_and_save_read(&self, key: &mut Key) -> Result<()> {
-        self.lock(key, Mode::Shared, true)
     }
 }

@@ -1,11 +1,11 @@
 //! Locks in this process's memory, per store object (symfony/lock's InMemoryStore): for tests and
-//! for code that only needs to exclude itself within one request or worker.
+//! for code that only needs to exclude itself within one request or worker. Locks never expire.
 
 use std::collections::{HashMap, HashSet};
 
 use parking_lot::Mutex;
 
-use crate::store::{SharedStore, Store};
+use crate::store::{Mode, Store};
 use crate::token::Token;
 use crate::{Error, Key, Result, Ttl};
 
@@ -24,20 +24,25 @@ impl Holders {
     }
 }
 
-/// A store whose locks live in this object only. Locks never expire.
+/// The locks of one store object.
+#[derive(Debug, Default)]
+struct Table {
+    holders: HashMap<Vec<u8>, Holders>,
+    /// Last fencing token given out. One counter for the whole store: it grows for every
+    /// resource, and freed resources can be forgotten without tokens ever going back.
+    fence: u64,
+}
+
+/// A store whose locks live in this object only.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
-    locks: Mutex<HashMap<Vec<u8>, Holders>>,
+    locks: Mutex<Table>,
 }
 
 impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    fn conflict(key: &Key) -> Error {
-        Error::conflict(key.display_resource(), NAME)
     }
 }
 
@@ -46,20 +51,35 @@ impl Store for InMemoryStore {
         NAME
     }
 
-    fn save(&self, key: &mut Key) -> Result<()> {
+    fn save(&self, key: &mut Key, mode: Mode, _ttl: Option<Ttl>) -> Result<()> {
         key.adopt_if_inherited();
-        let token = key.token()?;
-        let mut locks = self.locks.lock();
-        let holders = locks.entry(key.resource().to_vec()).or_default();
-        let other_writer = holders.writer.as_ref().is_some_and(|w| w != token);
-        let other_reader = holders.readers.iter().any(|r| r != token);
-        if other_writer || other_reader {
-            return Err(Self::conflict(key));
+        let token = key.token()?.clone();
+        let mut table = self.locks.lock();
+        let table = &mut *table;
+        let holders = table.holders.entry(key.resource().to_vec()).or_default();
+        let other_writer = holders.writer.as_ref().is_some_and(|w| *w != token);
+        let other_reader = holders.readers.iter().any(|r| *r != token);
+        match mode {
+            Mode::Exclusive if other_writer || other_reader => {
+                Err(Error::conflict(key.display_resource(), NAME))
+            }
+            Mode::Shared if other_writer => Err(Error::conflict(key.display_resource(), NAME)),
+            Mode::Exclusive => {
+                // Promotion: the sole reader becomes the writer.
+                holders.readers.clear();
+                holders.writer = Some(token);
+                table.fence += 1;
+                key.fence = Some(table.fence);
+                Ok(())
+            }
+            Mode::Shared => {
+                // Demotion: a writer asking for read gives up its write lock.
+                holders.writer = None;
+                holders.readers.insert(token);
+                key.fence = None;
+                Ok(())
+            }
         }
-        // Promotion: the sole reader becomes the writer.
-        holders.readers.clear();
-        holders.writer = Some(token.clone());
-        Ok(())
     }
 
     fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
@@ -72,17 +92,18 @@ impl Store for InMemoryStore {
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
+        key.fence = None;
         let Some(token) = key.drawn_token().filter(|_| !key.is_inherited()) else {
             return Ok(());
         };
-        let mut locks = self.locks.lock();
-        if let Some(holders) = locks.get_mut(key.resource()) {
+        let mut table = self.locks.lock();
+        if let Some(holders) = table.holders.get_mut(key.resource()) {
             if holders.writer.as_ref() == Some(token) {
                 holders.writer = None;
             }
             holders.readers.remove(token);
             if holders.is_empty() {
-                locks.remove(key.resource());
+                table.holders.remove(key.resource());
             }
         }
         Ok(())
@@ -92,29 +113,10 @@ impl Store for InMemoryStore {
         let Some(token) = key.drawn_token().filter(|_| !key.is_inherited()) else {
             return Ok(false);
         };
-        let locks = self.locks.lock();
-        Ok(locks
+        let table = self.locks.lock();
+        Ok(table
+            .holders
             .get(key.resource())
             .is_some_and(|h| h.writer.as_ref() == Some(token) || h.readers.contains(token)))
-    }
-
-    fn as_shared(&self) -> Option<&dyn SharedStore> {
-        Some(self)
-    }
-}
-
-impl SharedStore for InMemoryStore {
-    fn save_read(&self, key: &mut Key) -> Result<()> {
-        key.adopt_if_inherited();
-        let token = key.token()?;
-        let mut locks = self.locks.lock();
-        let holders = locks.entry(key.resource().to_vec()).or_default();
-        if holders.writer.as_ref().is_some_and(|w| w != token) {
-            return Err(Self::conflict(key));
-        }
-        // Demotion: a writer asking for read gives up its write lock.
-        holders.writer = None;
-        holders.readers.insert(token.clone());
-        Ok(())
     }
 }

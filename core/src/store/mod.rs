@@ -1,32 +1,65 @@
-//! The store contract, one trait per capability, after symfony/lock's interfaces:
-//! every store persists ([`Store`]); some also share ([`SharedStore`]), block natively
-//! ([`BlockingStore`]) or both ([`BlockingSharedStore`]). The fallback for a store that cannot
-//! block (polling) lives once, in [`crate::lock`].
+//! The store contract, after symfony/lock's: take a lock now (exclusive or shared), wait for one,
+//! extend it, release it, ask whether a key holds it. Every store can wait; the default waits by
+//! polling, and stores that can be woken (flock, Redis) do better. Nothing here knows about PHP.
 
 pub mod flock;
 pub mod flock_path;
 pub mod memory;
 pub mod redis;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::{Key, Result, Ttl};
 
-/// Poll interval for blocking waits on stores that cannot block natively, as in symfony/lock.
+/// Poll interval of waits that nothing can shorten, as in symfony/lock (90-110 ms).
 const POLL_MS: u64 = 100;
 const POLL_JITTER_MS: u64 = 10;
 
-/// What every store does. Errors: a held lock is [`crate::Error::Conflict`]; anything else that
-/// goes wrong in the store is [`crate::Error::Storage`].
+/// Exclusive (write) or shared (read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Exclusive,
+    Shared,
+}
+
+/// How a wait went: how often it was woken by a release, and how often it woke up by itself.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WaitReport {
+    pub wakeups: u64,
+    pub polls: u64,
+}
+
+/// What every store does. A held lock is [`crate::Error::Conflict`]; anything else that goes
+/// wrong in the store is [`crate::Error::Storage`].
 pub trait Store {
     /// The store's name for messages, e.g. `FlockStore(/var/lib/app/locks)`. Never holds a secret.
     fn name(&self) -> &str;
 
-    /// Takes the lock exclusively for `key`, or promotes `key`'s shared lock.
+    /// Takes the lock for `key` now. Exclusive also promotes `key`'s own shared lock when it is
+    /// the only reader; shared demotes `key`'s exclusive lock. `ttl` is the lifetime to give a
+    /// lock in a store whose locks expire (`None`: the store's initial TTL); other stores ignore it.
+    /// An exclusive save records a fencing token on the key.
     ///
     /// # Errors
     /// Conflict when someone else holds it; Storage when the store fails.
-    fn save(&self, key: &mut Key) -> Result<()>;
+    fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()>;
+
+    /// Waits until the lock can be taken, then takes it as [`Store::save`] does; gives up at
+    /// `deadline` (`None`: waits forever) and answers false.
+    ///
+    /// # Errors
+    /// Storage when the store fails.
+    fn wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
+        poll(deadline, report, |_| None, || self.save(key, mode, ttl))
+    }
 
     /// Extends the lock of `key` by `ttl` (stores whose locks never expire only check ownership).
     ///
@@ -40,14 +73,30 @@ pub trait Store {
     /// Storage when the store fails.
     fn delete(&self, key: &mut Key) -> Result<()>;
 
+    /// The fencing token of `key`'s exclusive hold: a number that grows with every exclusive
+    /// acquisition of the resource, so a resource can refuse writes from a holder that was
+    /// overtaken. `None` when `key` holds no exclusive lock here.
+    ///
+    /// # Errors
+    /// Storage when the store fails (flock draws the token from the lock file on first request).
+    fn fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
+        Ok(key.fence().filter(|_| !key.is_inherited()))
+    }
+
     /// Whether `key` (not anyone) holds the lock.
     ///
     /// # Errors
     /// Storage when the store fails.
     fn exists(&self, key: &Key) -> Result<bool>;
 
+    /// Whether locks in this store expire: then a lock's TTL goes into [`Store::save`] (one
+    /// call) and extending it means something. flock and in-memory locks never expire.
+    fn expires(&self) -> bool {
+        false
+    }
+
     /// Whether a lock may be released from Rust's `Drop` (no PHP call on the way). Stores that
-    /// talk through a PHP object answer false and are released by `Lock::__destruct` instead.
+    /// talk through a PHP object answer false and are released in PHP's destructor phase instead.
     fn releases_from_drop(&self) -> bool {
         true
     }
@@ -57,116 +106,58 @@ pub trait Store {
         None
     }
 
-    /// The capability to take a lock with a given TTL in one step, if the store's locks expire.
-    fn as_expiring(&self) -> Option<&dyn ExpiringStore> {
-        None
-    }
-
-    /// The shared-lock capability, if the store has it.
-    fn as_shared(&self) -> Option<&dyn SharedStore> {
-        None
-    }
-
-    /// The native blocking capability, if the store has it.
-    fn as_blocking(&self) -> Option<&dyn BlockingStore> {
-        None
-    }
-
-    /// The native blocking shared capability, if the store has it.
-    fn as_blocking_shared(&self) -> Option<&dyn BlockingSharedStore> {
+    /// What a background thread needs to extend this store's locks without PHP, if it can.
+    fn extender(&self) -> Option<Arc<dyn Extender>> {
         None
     }
 }
 
-/// Stores that grant shared (read) locks.
-pub trait SharedStore: Store {
-    /// Takes a shared lock for `key`, or demotes its exclusive lock.
-    ///
-    /// # Errors
-    /// Conflict when a writer holds it; Storage when the store fails.
-    fn save_read(&self, key: &mut Key) -> Result<()>;
-}
-
-/// Stores whose locks expire, and which can take a lock for a given TTL in one step (one round
-/// trip) instead of a save with the initial TTL followed by an extension.
-pub trait ExpiringStore: Store {
-    /// As [`Store::save`], for `ttl`.
-    ///
-    /// # Errors
-    /// As [`Store::save`]; [`crate::Error::Expired`] when the lock expired before it was taken.
-    fn save_for(&self, key: &mut Key, ttl: Ttl) -> Result<()>;
-
-    /// As [`SharedStore::save_read`], for `ttl`.
-    ///
-    /// # Errors
-    /// As [`Store::save`].
-    fn save_read_for(&self, key: &mut Key, ttl: Ttl) -> Result<()>;
-}
-
-/// Stores that can wait for an exclusive lock without polling.
-pub trait BlockingStore: Store {
-    /// Waits until the exclusive lock is free, then takes it.
+/// Extends locks from a background thread: no PHP, no key object, only what was copied out.
+pub trait Extender: Send + Sync {
+    /// Extends the lock that `token` holds on `resource` by `ttl`; false when it is no longer held.
     ///
     /// # Errors
     /// Storage when the store fails.
-    fn wait_and_save(&self, key: &mut Key) -> Result<()>;
+    fn extend(&self, resource: &[u8], token: &str, ttl: Ttl) -> Result<bool>;
 }
 
-/// Stores that can wait for a shared lock without polling.
-pub trait BlockingSharedStore: SharedStore {
-    /// Waits until no writer holds the lock, then takes a shared lock.
-    ///
-    /// # Errors
-    /// Storage when the store fails.
-    fn wait_and_save_read(&self, key: &mut Key) -> Result<()>;
-}
-
-/// Takes a shared lock where the store has them, an exclusive one otherwise.
-///
-/// # Errors
-/// As [`SharedStore::save_read`] or [`Store::save`].
-pub fn save_read(store: &dyn Store, key: &mut Key) -> Result<()> {
-    match store.as_shared() {
-        Some(shared) => shared.save_read(key),
-        None => store.save(key),
-    }
-}
-
-/// Waits for the exclusive lock: natively where the store can, by polling every ~100 ms otherwise.
-///
-/// # Errors
-/// Storage when the store fails.
-pub fn wait_and_save(store: &dyn Store, key: &mut Key) -> Result<()> {
-    match store.as_blocking() {
-        Some(native) => native.wait_and_save(key),
-        None => poll(|| store.save(key)),
-    }
-}
-
-/// Waits for a shared lock (an exclusive one on stores without shared locks), natively where
-/// the store can, by polling otherwise.
-///
-/// # Errors
-/// Storage when the store fails.
-pub fn wait_and_save_read(store: &dyn Store, key: &mut Key) -> Result<()> {
-    match (store.as_blocking_shared(), store.as_shared()) {
-        (Some(native), _) => native.wait_and_save_read(key),
-        (None, Some(shared)) => poll(|| shared.save_read(key)),
-        (None, None) => wait_and_save(store, key),
-    }
-}
-
-/// Calls `save` until it stops reporting a conflict, sleeping 90-110 ms between attempts so that
-/// pollers started together spread out.
-pub(crate) fn poll(mut save: impl FnMut() -> Result<()>) -> Result<()> {
+/// Retries `save` until it stops conflicting or `deadline` passes. Between attempts it waits for
+/// `signal(max)` (a store's wake-up, which answers whether it was woken) or, without one, sleeps
+/// 90-110 ms (never past the deadline).
+pub(crate) fn poll(
+    deadline: Option<Instant>,
+    report: &mut WaitReport,
+    mut signal: impl FnMut(Duration) -> Option<Result<bool>>,
+    mut save: impl FnMut() -> Result<()>,
+) -> Result<bool> {
     loop {
         match save() {
-            Err(e) if e.is_conflict() => {
-                let jitter =
-                    getrandom::u32().map_or(0, |r| u64::from(r) % (2 * POLL_JITTER_MS + 1));
-                std::thread::sleep(Duration::from_millis(POLL_MS - POLL_JITTER_MS + jitter));
+            Ok(()) => return Ok(true),
+            Err(e) if e.is_conflict() => {}
+            Err(e) => return Err(e),
+        }
+        let mut pause = poll_interval();
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
             }
-            other => return other,
+            pause = pause.min(left);
+        }
+        match signal(pause) {
+            Some(Ok(true)) => report.wakeups += 1,
+            Some(Ok(false)) => report.polls += 1,
+            Some(Err(e)) => return Err(e),
+            None => {
+                std::thread::sleep(pause);
+                report.polls += 1;
+            }
         }
     }
+}
+
+/// 90-110 ms, so that pollers started together spread out.
+pub(crate) fn poll_interval() -> Duration {
+    let jitter = getrandom::u32().map_or(0, |r| u64::from(r) % (2 * POLL_JITTER_MS + 1));
+    Duration::from_millis(POLL_MS - POLL_JITTER_MS + jitter)
 }

@@ -188,7 +188,7 @@ fn database(value: &str) -> Result<i64> {
         .parse::<i64>()
         .ok()
         .filter(|db| (0..=65535).contains(db))
-        .ok_or_else(|| bad("the database must be a number from 0".into()))
+        .ok_or_else(|| bad("the database (db) must be a number from 0 to 65535".into()))
 }
 
 #[cfg(test)]

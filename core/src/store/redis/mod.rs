@@ -1,20 +1,35 @@
 //! Locks in Redis on symfony/lock's data model (a sorted set per resource, `__write__` for
 //! writers, scores in server milliseconds), so Deadbolt and symfony/lock >= 5.2 processes share
 //! locks on one Redis. Acquire with the lock's TTL is one script call, release is one.
+//!
+//! Beside the lock key, Deadbolt keeps two keys per resource, both in the resource's hash slot:
+//! `deadbolt:fence:{resource}`, the fencing counter (never expires, so tokens never go back), and
+//! `deadbolt:wake:{resource}`, the wake-up list a release pushes to and waiters BLPOP on.
 
 pub mod dsn;
 pub mod native;
 pub mod runner;
 pub mod scripts;
 
-use crate::store::{ExpiringStore, SharedStore, Store};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::store::{poll, Extender, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
+use native::NativeRunner;
 use runner::{RunError, ScriptRunner};
 use scripts::{LockScript, DELETE, EXISTS, PUT_OFF, SAVE, SAVE_READ, WRONGTYPE_MARKER};
+
+/// Longest a waiter sleeps without a signal before it tries again: bounds the cost of a lost
+/// signal or of a holder that never sends one (symfony/lock).
+const SIGNAL_POLL_CAP: Duration = Duration::from_millis(100);
 
 /// A Redis-backed store over any [`ScriptRunner`].
 pub struct RedisStore {
     runner: Box<dyn ScriptRunner>,
+    /// The native runner, when there is one, for making the refresher's own connection.
+    native: Option<NativeRunner>,
+    extender: OnceLock<Arc<dyn Extender>>,
     initial_ttl: Ttl,
     name: String,
 }
@@ -26,52 +41,90 @@ impl RedisStore {
         let name = format!("RedisStore({})", runner.name());
         RedisStore {
             runner,
+            native: None,
+            extender: OnceLock::new(),
             initial_ttl,
             name,
         }
     }
 
-    fn run(&self, script: &LockScript, key: &Key, ttl: Option<Ttl>) -> Result<bool> {
+    /// A store on this process's native connection for `dsn`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed DSN.
+    pub fn connect(dsn: &str, initial_ttl: Ttl) -> Result<Self> {
+        let runner = NativeRunner::new(dsn)?;
+        let twin = runner.twin("refresher");
+        let mut store = Self::new(Box::new(runner), initial_ttl);
+        store.native = Some(twin);
+        Ok(store)
+    }
+
+    fn run(
+        &self,
+        script: &LockScript,
+        key: &Key,
+        extra_key: Option<&[u8]>,
+        ttl: Option<Ttl>,
+    ) -> Result<i64> {
         let token = key.token()?;
         let ttl_ms = ttl.map(|ttl| ttl_millis(ttl).to_string());
         let mut args: Vec<&[u8]> = vec![token.as_str().as_bytes()];
         if let Some(ttl_ms) = &ttl_ms {
             args.push(ttl_ms.as_bytes());
         }
-        match self.runner.run(script, key.resource(), &args) {
-            Ok(reply) => Ok(reply == 1),
-            Err(e) => Err(self.storage_error(key, e)),
+        let mut keys: Vec<&[u8]> = vec![key.resource()];
+        if let Some(extra) = extra_key {
+            keys.push(extra);
         }
+        self.runner
+            .run(script, &keys, &args)
+            .map_err(|e| self.storage_error(key, e))
     }
 
     fn storage_error(&self, key: &Key, e: RunError) -> Error {
         let detail = e.to_string();
-        let message = if detail.contains(WRONGTYPE_MARKER) {
-            let what = detail.split(WRONGTYPE_MARKER).nth(1).unwrap_or("").trim();
-            format!(
-                "The Redis key \"{}\" is not a lock ({what}) in {}.",
+        let message = match detail.split_once(WRONGTYPE_MARKER) {
+            Some((_, what)) => format!(
+                "The Redis key \"{}\" is not a lock ({}) in {}.",
                 key.display_resource(),
+                what.trim(),
                 self.name
-            )
-        } else {
-            format!(
+            ),
+            None => format!(
                 "The \"{}\" lock could not be read or written in {}: {detail}",
                 key.display_resource(),
                 self.name
-            )
+            ),
         };
         Error::storage(message, e)
     }
 
-    /// Takes the lock with `script` for `ttl`, then checks it did not expire on the way, as
-    /// symfony/lock does: the key's lifetime starts before the round trip.
-    fn save_with(&self, script: &LockScript, key: &mut Key, ttl: Ttl) -> Result<()> {
+    /// One attempt. Ok(Ok(())) when taken; Ok(Err(hint)) when held, with the holder's remaining
+    /// time when the server told it.
+    fn attempt(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Ttl,
+    ) -> Result<std::result::Result<(), Option<Duration>>> {
         key.adopt_if_inherited();
+        key.reset_lifetime();
         key.reduce_lifetime(ttl);
-        if !self.run(script, key, Some(ttl))? {
-            return Err(self.conflict(key));
+        key.fence = None;
+        let reply = match mode {
+            Mode::Exclusive => self.run(&SAVE, key, Some(&fence_key(key.resource())), Some(ttl))?,
+            Mode::Shared => self.run(&SAVE_READ, key, None, Some(ttl))?,
+        };
+        if reply < 1 {
+            let hint = u64::try_from(-reply).ok().filter(|ms| *ms > 0);
+            return Ok(Err(hint.map(Duration::from_millis)));
         }
-        self.check_not_expired(key)
+        if mode == Mode::Exclusive {
+            key.fence = u64::try_from(reply).ok();
+        }
+        self.check_not_expired(key)?;
+        Ok(Ok(()))
     }
 
     fn check_not_expired(&self, key: &mut Key) -> Result<()> {
@@ -99,6 +152,24 @@ impl RedisStore {
     }
 }
 
+/// The resource's fencing counter, in the resource's hash slot.
+fn fence_key(resource: &[u8]) -> Vec<u8> {
+    companion(b"deadbolt:fence:{", resource)
+}
+
+/// The resource's wake-up list, in the resource's hash slot.
+fn wake_key(resource: &[u8]) -> Vec<u8> {
+    companion(b"deadbolt:wake:{", resource)
+}
+
+fn companion(prefix: &[u8], resource: &[u8]) -> Vec<u8> {
+    let mut name = Vec::with_capacity(prefix.len() + resource.len() + 1);
+    name.extend_from_slice(prefix);
+    name.extend_from_slice(resource);
+    name.push(b'}');
+    name
+}
+
 /// Milliseconds for Redis, rounded up so a tiny TTL never becomes 0.
 fn ttl_millis(ttl: Ttl) -> u64 {
     let millis = ttl.duration().as_nanos().div_ceil(1_000_000);
@@ -110,8 +181,56 @@ impl Store for RedisStore {
         &self.name
     }
 
-    fn save(&self, key: &mut Key) -> Result<()> {
-        self.save_with(&SAVE, key, self.initial_ttl)
+    fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
+        match self.attempt(key, mode, ttl.unwrap_or(self.initial_ttl))? {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.conflict(key)),
+        }
+    }
+
+    /// Waits on the resource's wake-up list: a release anywhere wakes the longest waiter at once;
+    /// without a signal the waiter tries again when the holder's TTL runs out, and at least every
+    /// 100 ms (a holder that does not signal, a lost signal).
+    fn wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
+        let ttl = ttl.unwrap_or(self.initial_ttl);
+        let wake = wake_key(key.resource());
+        // The holder's remaining time, as the last refusal told it.
+        let hint = std::cell::Cell::new(None::<Duration>);
+        let key = std::cell::RefCell::new(key);
+        poll(
+            deadline,
+            report,
+            |max| {
+                let pause = hint.get().map_or(max, |h| h.min(max)).min(SIGNAL_POLL_CAP);
+                let signal = self
+                    .runner
+                    .wait_signal(&wake, pause.max(Duration::from_millis(1)))
+                    .map_err(|e| {
+                        Error::storage(
+                            format!("Waiting for the lock in {} failed: {e}", self.name),
+                            e,
+                        )
+                    });
+                Some(signal)
+            },
+            || {
+                let mut key = key.borrow_mut();
+                match self.attempt(&mut key, mode, ttl)? {
+                    Ok(()) => Ok(()),
+                    Err(left) => {
+                        hint.set(left);
+                        Err(self.conflict(&key))
+                    }
+                }
+            },
+        )
     }
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
@@ -119,24 +238,30 @@ impl Store for RedisStore {
             return Err(self.not_held(key));
         }
         key.reduce_lifetime(ttl);
-        if !self.run(&PUT_OFF, key, Some(ttl))? {
+        if self.run(&PUT_OFF, key, None, Some(ttl))? != 1 {
             return Err(self.not_held(key));
         }
         self.check_not_expired(key)
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
+        key.fence = None;
         if key.is_inherited() || key.drawn_token().is_none() {
             return Ok(());
         }
-        self.run(&DELETE, key, None).map(|_| ())
+        self.run(&DELETE, key, Some(&wake_key(key.resource())), None)
+            .map(|_| ())
     }
 
     fn exists(&self, key: &Key) -> Result<bool> {
         if key.is_inherited() || key.drawn_token().is_none() {
             return Ok(false);
         }
-        self.run(&EXISTS, key, None)
+        Ok(self.run(&EXISTS, key, None, None)? == 1)
+    }
+
+    fn expires(&self) -> bool {
+        true
     }
 
     fn releases_from_drop(&self) -> bool {
@@ -148,28 +273,37 @@ impl Store for RedisStore {
         self.runner.take_warning()
     }
 
-    fn as_shared(&self) -> Option<&dyn SharedStore> {
-        Some(self)
-    }
-
-    fn as_expiring(&self) -> Option<&dyn ExpiringStore> {
-        Some(self)
-    }
-}
-
-impl SharedStore for RedisStore {
-    fn save_read(&self, key: &mut Key) -> Result<()> {
-        self.save_with(&SAVE_READ, key, self.initial_ttl)
+    fn extender(&self) -> Option<Arc<dyn Extender>> {
+        let native = self.native.as_ref()?;
+        Some(Arc::clone(self.extender.get_or_init(|| {
+            Arc::new(RedisExtender {
+                runner: native.twin("refresher"),
+            })
+        })))
     }
 }
 
-impl ExpiringStore for RedisStore {
-    fn save_for(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
-        self.save_with(&SAVE, key, ttl)
-    }
+/// Extends Redis locks on a connection of its own, from the refresher thread.
+struct RedisExtender {
+    runner: NativeRunner,
+}
 
-    fn save_read_for(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
-        self.save_with(&SAVE_READ, key, ttl)
+impl Extender for RedisExtender {
+    fn extend(&self, resource: &[u8], token: &str, ttl: Ttl) -> Result<bool> {
+        let ttl_ms = ttl_millis(ttl).to_string();
+        self.runner
+            .run(
+                &PUT_OFF,
+                &[resource],
+                &[token.as_bytes(), ttl_ms.as_bytes()],
+            )
+            .map(|reply| reply == 1)
+            .map_err(|e| {
+                Error::storage(
+                    format!("Refreshing a lock in {} failed: {e}", self.runner.name()),
+                    e,
+                )
+            })
     }
 }
 
@@ -181,5 +315,11 @@ mod tests {
     fn ttl_in_milliseconds_rounds_up() {
         assert_eq!(ttl_millis(Ttl::from_secs(0.0001).unwrap()), 1);
         assert_eq!(ttl_millis(Ttl::from_secs(1.5).unwrap()), 1500);
+    }
+
+    #[test]
+    fn companion_keys_share_the_resource_hash_slot() {
+        assert_eq!(fence_key(b"orders:42"), b"deadbolt:fence:{orders:42}");
+        assert_eq!(wake_key(b""), b"deadbolt:wake:{}");
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
@@ -44,11 +45,29 @@ impl Slot {
 static SLOTS: LazyLock<Mutex<HashMap<String, Arc<Mutex<Slot>>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// The slot named `name` (a DSN, or a DSN and a purpose), made on first use.
+fn slot_for(name: &str) -> Arc<Mutex<Slot>> {
+    SLOTS
+        .lock()
+        .entry(name.to_owned())
+        .or_insert_with(|| {
+            Arc::new(Mutex::new(Slot {
+                pid: current_pid(),
+                connection: None,
+                policy_checked: false,
+                warning: None,
+            }))
+        })
+        .clone()
+}
+
 /// A runner on the process's native connection for one DSN.
 pub struct NativeRunner {
     dsn: Dsn,
     client: redis::Client,
     slot: Arc<Mutex<Slot>>,
+    /// The key of `slot` in `SLOTS` (holds the DSN's secrets: never shown).
+    slot_name: String,
     name: String,
 }
 
@@ -60,23 +79,12 @@ impl NativeRunner {
     pub fn new(dsn_text: &str) -> crate::Result<Self> {
         let dsn = Dsn::parse(dsn_text)?;
         let client = client_for(&dsn)?;
-        let slot = SLOTS
-            .lock()
-            .entry(dsn_text.to_owned())
-            .or_insert_with(|| {
-                Arc::new(Mutex::new(Slot {
-                    pid: current_pid(),
-                    connection: None,
-                    policy_checked: false,
-                    warning: None,
-                }))
-            })
-            .clone();
         let name = dsn.redacted();
         Ok(NativeRunner {
             dsn,
             client,
-            slot,
+            slot: slot_for(dsn_text),
+            slot_name: dsn_text.to_owned(),
             name,
         })
     }
@@ -132,19 +140,67 @@ impl ScriptRunner for NativeRunner {
         &self.name
     }
 
-    fn run(&self, script: &LockScript, resource: &[u8], args: &[&[u8]]) -> Result<i64, RunError> {
+    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
+        let mut invocation = script.script().prepare_invoke();
+        for key in keys {
+            invocation.key(*key);
+        }
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        self.with_connection(|connection| invocation.invoke::<i64>(connection))
+    }
+
+    fn wait_signal(&self, key: &[u8], timeout: Duration) -> Result<bool, RunError> {
+        // BLPOP's timeout is in seconds (decimals since Redis 6); the socket must outwait it.
+        let seconds = timeout.as_secs_f64().max(0.001);
+        let socket_timeout = Some(timeout + self.dsn.read_timeout);
+        let normal_timeout = Some(self.dsn.read_timeout);
+        self.with_connection(|connection| {
+            connection.set_read_timeout(socket_timeout)?;
+            let popped: redis::RedisResult<Option<(Vec<u8>, Vec<u8>)>> = redis::cmd("BLPOP")
+                .arg(key)
+                .arg(format!("{seconds:.3}"))
+                .query(connection);
+            connection.set_read_timeout(normal_timeout)?;
+            Ok(popped?.is_some())
+        })
+    }
+
+    fn is_native(&self) -> bool {
+        true
+    }
+
+    fn take_warning(&self) -> Option<String> {
+        self.slot.lock().warning.take()
+    }
+}
+
+impl NativeRunner {
+    /// A runner on a connection of its own for the same DSN (the background refresher's, so that
+    /// it never waits behind a blocked wait of the PHP thread).
+    pub fn twin(&self, purpose: &str) -> Self {
+        let slot_name = format!("{}#{purpose}", self.slot_name);
+        NativeRunner {
+            dsn: self.dsn.clone(),
+            client: self.client.clone(),
+            slot: slot_for(&slot_name),
+            slot_name,
+            name: self.name.clone(),
+        }
+    }
+
+    /// Runs `call` on this process's connection, opening it first when needed.
+    fn with_connection<T>(
+        &self,
+        mut call: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, RunError> {
         let mut slot = self.slot.lock();
         slot.adopt();
-        let invocation = {
-            let mut invocation = script.script().key(resource);
-            for arg in args {
-                invocation.arg(*arg);
-            }
-            invocation
-        };
         // A kept connection may have died since its last use (server restart, idle timeout): on a
-        // connection error it is replaced once and the script run again. Every lock script is
-        // idempotent for its token, so a second run after a lost reply changes nothing.
+        // connection error it is replaced once and the call made again. Every lock script is
+        // idempotent for its token; after a lost reply a second run at most skips a fencing
+        // number or repeats a wake-up signal, which no one can tell from a real one.
         let reused = slot.connection.is_some();
         for attempt in 0..2 {
             let slot = &mut *slot;
@@ -156,7 +212,7 @@ impl ScriptRunner for NativeRunner {
                 slot.warning = eviction_warning(connection, &self.name);
                 slot.policy_checked = true;
             }
-            match invocation.invoke::<i64>(connection) {
+            match call(connection) {
                 Ok(reply) => return Ok(reply),
                 Err(e) => {
                     let error = self.error(&e);
@@ -174,14 +230,6 @@ impl ScriptRunner for NativeRunner {
             "Redis at {}: connection lost",
             self.name
         )))
-    }
-
-    fn is_native(&self) -> bool {
-        true
-    }
-
-    fn take_warning(&self) -> Option<String> {
-        self.slot.lock().warning.take()
     }
 }
 

@@ -28,11 +28,22 @@ pub trait ScriptRunner {
     /// The endpoint for messages, e.g. `redis://10.0.0.5:6379/0` or `\Redis(10.0.0.5:6379)`.
     fn name(&self) -> &str;
 
-    /// Runs `script` with `KEYS = [resource]` and `ARGV = args`; returns its integer reply.
+    /// Runs `script` with `KEYS = keys` and `ARGV = args`; returns its integer reply.
     ///
     /// # Errors
     /// [`RunError`] when the script could not run or the server answered with an error.
-    fn run(&self, script: &LockScript, resource: &[u8], args: &[&[u8]]) -> Result<i64, RunError>;
+    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError>;
+
+    /// Waits up to `timeout` for a wake-up signal on the list `key` (BLPOP); true when one came.
+    /// Runners that cannot block just sleep and answer false: the caller then polls.
+    ///
+    /// # Errors
+    /// [`RunError`] when the server cannot be reached.
+    fn wait_signal(&self, key: &[u8], timeout: std::time::Duration) -> Result<bool, RunError> {
+        let _ = key;
+        std::thread::sleep(timeout);
+        Ok(false)
+    }
 
     /// Whether this runner may be used where PHP must not be called (a `Drop`, another thread).
     fn is_native(&self) -> bool;

@@ -34,16 +34,18 @@ impl LockScript {
     }
 }
 
-/// Exclusive lock (and promotion of a sole reader). ARGV: token, ttl ms. Returns 1 or 0.
+/// Exclusive lock (and promotion of a sole reader). KEYS: resource, fencing counter. ARGV: token,
+/// ttl ms. Returns the fencing token (>= 1), or 0 / minus the holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/save.lua")));
-/// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1 or 0.
+/// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1, or as `SAVE` when held.
 pub static SAVE_READ: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/save_read.lua")));
 /// Extend. ARGV: token, ttl ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
-/// Release. ARGV: token. Returns 1, or 0 when not held.
+/// Release and wake one waiter. KEYS: resource, wake-up list. ARGV: token. Returns 1, or 0 when
+/// not held.
 pub static DELETE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/delete.lua")));
 /// Ownership check. ARGV: token. Returns 1 or 0.

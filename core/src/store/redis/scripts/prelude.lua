@@ -1,5 +1,6 @@
 -- Shared head of every Deadbolt lock script (symfony/lock's Redis data model, SYMFONY-COMPAT.md 4).
--- KEYS[1]: the resource. ARGV[1]: the owner token. ARGV[2]: the TTL in milliseconds (where used).
+-- KEYS[1]: the resource; KEYS[2] (where used): the resource's fencing counter or wake-up list.
+-- ARGV[1]: the owner token. ARGV[2]: the TTL in milliseconds (where used).
 -- Every redis.call costs server time inside one round trip, so each script calls only what its
 -- case needs (a free key is the common case of an acquire).
 local key = KEYS[1]
@@ -26,4 +27,14 @@ local function expire_at_max()
     if top then
         redis.call("PEXPIREAT", key, top)
     end
+end
+
+-- A refusal that tells the waiter how long the holder may still hold it: minus the key's
+-- remaining milliseconds (at least 1), so 1 and above stay free for successes.
+local function held()
+    local left = redis.call("PTTL", key)
+    if left < 1 then
+        left = 1
+    end
+    return -left
 end

@@ -1,5 +1,6 @@
 -- Exclusive lock: succeed when the set is empty, or when I already hold it (as the writer, or as
--- the only reader: promotion). Sets my token and __write__ to now + ttl.
+-- the only reader: promotion). Sets my token and __write__ to now + ttl and returns the next
+-- fencing token of the resource (KEYS[2], a counter that only grows, kept without expiry).
 local kind = redis.call("TYPE", key).ok
 if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
@@ -9,16 +10,16 @@ local expiry = now + tonumber(ARGV[2])
 if kind == "none" then
     redis.call("ZADD", key, expiry, token, expiry, "__write__")
     redis.call("PEXPIREAT", key, expiry)
-    return 1
+    return redis.call("INCR", KEYS[2])
 end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
 if redis.call("ZSCORE", key, token) then
     if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCARD", key) > 1 then
-        return 0
+        return held()
     end
 elseif redis.call("ZCARD", key) > 0 then
-    return 0
+    return held()
 end
 redis.call("ZADD", key, expiry, token, expiry, "__write__")
 expire_at_max()
-return 1
+return redis.call("INCR", KEYS[2])

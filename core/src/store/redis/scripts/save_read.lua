@@ -12,7 +12,7 @@ if kind == "none" then
 end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
 if not redis.call("ZSCORE", key, token) and redis.call("ZSCORE", key, "__write__") then
-    return 0
+    return held()
 end
 redis.call("ZADD", key, expiry, token)
 redis.call("ZREM", key, "__write__")

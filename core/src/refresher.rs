@@ -1,0 +1,221 @@
+//! The background refresher: one thread per process keeps auto-refreshed locks alive while PHP
+//! code runs, sleeps, or waits in curl or a slow query. It never touches the PHP engine: it holds
+//! only copies (resource bytes, token text, TTL) and an [`Extender`] on a connection of its own.
+//!
+//! Fork: a child has no refresher thread (threads do not survive fork()), and the registry it
+//! inherits belongs to its parent's pid, so it is left alone (its mutex may even be held by the
+//! parent's thread at that instant) and the child makes a fresh one if it ever refreshes.
+//! Locks inherited by the child are never refreshed there.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::metrics::{self, Counter};
+use crate::process::current_pid;
+use crate::store::Extender;
+use crate::Ttl;
+
+/// A refresh is due when a third of the TTL is left, and retried after a failure this often.
+const REFRESH_FRACTION: u32 = 3;
+const RETRY_FRACTION: u32 = 10;
+
+/// The registration of one lock; dropping it stops the refreshing.
+#[derive(Debug)]
+pub struct Ticket {
+    state: Arc<TicketState>,
+}
+
+#[derive(Debug, Default)]
+struct TicketState {
+    stopped: AtomicBool,
+    lost: AtomicBool,
+}
+
+impl Ticket {
+    /// True once the refresher found the lock gone (taken by someone else, or expired).
+    pub fn is_lost(&self) -> bool {
+        self.state.lost.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.state.stopped.store(true, Ordering::Release);
+    }
+}
+
+struct Entry {
+    extender: Arc<dyn Extender>,
+    resource: Vec<u8>,
+    token: String,
+    ttl: Ttl,
+    due: Instant,
+    /// The lock's last known expiry: past it without a successful refresh, it is lost.
+    expires: Instant,
+    /// After this, refreshing stops and the lock runs out by itself.
+    give_up: Option<Instant>,
+    state: Arc<TicketState>,
+}
+
+/// One extension to make, copied out so the registry is unlocked during the network call.
+struct Job {
+    index: usize,
+    extender: Arc<dyn Extender>,
+    resource: Vec<u8>,
+    token: String,
+    ttl: Ttl,
+}
+
+struct Registry {
+    pid: u32,
+    entries: Mutex<Vec<Entry>>,
+    wake: Condvar,
+    started: AtomicBool,
+}
+
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This process's registry; a new one after fork (the parent's is left untouched, and leaked).
+fn registry() -> &'static Registry {
+    let pid = current_pid();
+    let current = REGISTRY.load(Ordering::Acquire);
+    // SAFETY: the pointer is null or a leaked Box that is never freed.
+    if let Some(registry) = unsafe { current.as_ref() } {
+        if registry.pid == pid {
+            return registry;
+        }
+    }
+    let fresh: &'static Registry = Box::leak(Box::new(Registry {
+        pid,
+        entries: Mutex::new(Vec::new()),
+        wake: Condvar::new(),
+        started: AtomicBool::new(false),
+    }));
+    // Only PHP's thread registers, so no two threads race to install a registry.
+    REGISTRY.store(std::ptr::from_ref(fresh).cast_mut(), Ordering::Release);
+    fresh
+}
+
+/// Keeps the lock of `token` on `resource` alive by `ttl` until the ticket is dropped, the lock is
+/// found gone, or `max_hold` has passed.
+///
+/// # Errors
+/// A description when the thread cannot be started (then nothing is refreshed).
+pub fn register(
+    extender: Arc<dyn Extender>,
+    resource: Vec<u8>,
+    token: String,
+    ttl: Ttl,
+    max_hold: Option<Duration>,
+) -> Result<Ticket, String> {
+    let registry = registry();
+    start(registry)?;
+    let now = Instant::now();
+    let state = Arc::new(TicketState::default());
+    registry.entries.lock().push(Entry {
+        extender,
+        resource,
+        token,
+        ttl,
+        due: now + ttl.duration() / REFRESH_FRACTION,
+        expires: now + ttl.duration(),
+        give_up: max_hold.map(|hold| now + hold),
+        state: Arc::clone(&state),
+    });
+    registry.wake.notify_one();
+    Ok(Ticket { state })
+}
+
+fn start(registry: &'static Registry) -> Result<(), String> {
+    if registry.started.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    std::thread::Builder::new()
+        .name("deadbolt-refresher".into())
+        .spawn(move || run(registry))
+        .map(|_| ())
+        .map_err(|e| {
+            registry.started.store(false, Ordering::Release);
+            format!("the refresher thread could not start: {e}")
+        })
+}
+
+fn run(registry: &'static Registry) {
+    let mut entries = registry.entries.lock();
+    loop {
+        let now = Instant::now();
+        entries.retain(|e| {
+            !e.state.stopped.load(Ordering::Acquire) && e.give_up.is_none_or(|at| now < at)
+        });
+        let due: Vec<usize> = (0..entries.len())
+            .filter(|i| entries[*i].due <= now)
+            .collect();
+        if due.is_empty() {
+            match entries.iter().map(|e| e.due).min() {
+                Some(next) => {
+                    registry.wake.wait_until(&mut entries, next);
+                }
+                None => registry.wake.wait(&mut entries),
+            }
+            continue;
+        }
+        // The network calls run without the registry lock, so PHP can register meanwhile.
+        let jobs: Vec<Job> = due
+            .iter()
+            .map(|i| {
+                let e = &entries[*i];
+                Job {
+                    index: *i,
+                    extender: Arc::clone(&e.extender),
+                    resource: e.resource.clone(),
+                    token: e.token.clone(),
+                    ttl: e.ttl,
+                }
+            })
+            .collect();
+        let results = parking_lot::MutexGuard::unlocked(&mut entries, || {
+            jobs.into_iter()
+                .map(|job| {
+                    let started = Instant::now();
+                    let outcome = job.extender.extend(&job.resource, &job.token, job.ttl);
+                    (job.index, started, outcome)
+                })
+                .collect::<Vec<_>>()
+        });
+        for (i, started, result) in results {
+            let Some(entry) = entries.get_mut(i) else {
+                continue;
+            };
+            let ttl = entry.ttl.duration();
+            match result {
+                Ok(true) => {
+                    metrics::count(Counter::RefreshOk, 1);
+                    entry.expires = started + ttl;
+                    entry.due = started + ttl / REFRESH_FRACTION;
+                }
+                Ok(false) => {
+                    metrics::count(Counter::RefreshFailed, 1);
+                    lose(entry);
+                }
+                Err(_) => {
+                    metrics::count(Counter::RefreshFailed, 1);
+                    metrics::count(Counter::StoreErrors, 1);
+                    if Instant::now() >= entry.expires {
+                        lose(entry);
+                    } else {
+                        entry.due = Instant::now() + ttl / RETRY_FRACTION;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn lose(entry: &mut Entry) {
+    entry.state.lost.store(true, Ordering::Release);
+    entry.state.stopped.store(true, Ordering::Release);
+    metrics::count(Counter::Lost, 1);
+}
