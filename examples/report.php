@@ -3,12 +3,15 @@
 /*
  * The daily report job, guarded by a Deadbolt lock (see deploy/README.md for the systemd timer or cron line).
  *
- * Manual runs and the scheduler use the same key and the same LOCK_DIR, so they exclude each other. A run that
- * finds the lock taken does nothing and reports `skipped`. The `.lock` file stays after the run: that does not mean
- * the lock is held, and it must not be deleted while an owner may be running.
+ * Manual runs and the scheduler use the same key and the same store (the same LOCK_DIR on one host, the same Redis
+ * for several hosts), so they exclude each other. A run that finds the lock taken does nothing and reports
+ * `skipped`. With flock the `.lock` file stays after the run: that does not mean the lock is held, and it must not
+ * be deleted while an owner may be running. With Redis the lock is a key with a TTL that goes away on release.
  *
- * Environment:
- *   LOCK_STORE, LOCK_DIR, LOCK_REDIS_URL, LOCK_REDIS_PASSWORD   see Stores.php
+ * Environment (the store: see Stores.php):
+ *   LOCK_STORE, LOCK_DIR   one host: flock (default) in LOCK_DIR
+ *   LOCK_REDIS_URL         several hosts: a Deadbolt RedisStore, redis:// or rediss:// (TLS) without the password
+ *   LOCK_REDIS_PASSWORD    the Redis password; read by the extension itself, never logged nor shown
  *   REPORT_LOCK_KEY   the lock key (default myapp:prod:daily-report; tests override it)
  *   REPORT_WORK_MS    duration of the simulated report in milliseconds (default 1500)
  *

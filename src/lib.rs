@@ -12,6 +12,7 @@ mod logger;
 mod metrics;
 mod php_redis_client;
 mod redis_store;
+mod shutdown;
 mod store_factory;
 mod stores;
 
@@ -36,7 +37,16 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     lock::let_serialize_reach::<lock::PhpLock>();
     lock::let_serialize_reach::<key::PhpKey>();
     lock::install_destructor();
+    shutdown::reset();
     0
+}
+
+/// Releases every lock of this request still held through a PHP Redis client (`\Redis`,
+/// Predis), silently. Deadbolt registers it as a shutdown function when such a lock is taken.
+#[php_function]
+#[php(name = "Deadbolt\\release_client_locks")]
+pub fn release_client_locks() {
+    shutdown::release_tracked();
 }
 
 /// The `deadbolt` section of `phpinfo()`.
@@ -68,4 +78,5 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<redis_store::PhpRedisStore>()
         .class::<store_factory::PhpStoreFactory>()
         .class::<metrics::PhpMetrics>()
+        .function(wrap_function!(release_client_locks))
 }

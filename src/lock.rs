@@ -19,6 +19,7 @@ use crate::error_map::{exception_object, new_exception, throwable};
 use crate::exceptions::bad_method_call;
 use crate::key::PhpKey;
 use crate::logger::{report_store_warning, EventLog};
+use crate::shutdown;
 use crate::stores::engine_store_arg;
 
 #[php_class]
@@ -40,6 +41,30 @@ impl Default for PhpLock {
 }
 
 impl PhpLock {
+    fn take(
+        object: &mut ZendClassObject<PhpLock>,
+        mode: Mode,
+        blocking: bool,
+        timeout: Option<f64>,
+    ) -> PhpResult<bool> {
+        let wait = args::wait(blocking, timeout)?;
+        let acquired = object.run(|lock, log| lock.acquire(mode, wait, log))?;
+        if acquired {
+            shutdown::track(object);
+        }
+        Ok(acquired)
+    }
+
+    /// Whether Rust's `Drop` can release this lock (its store needs no PHP call).
+    pub fn releases_from_drop(&self) -> bool {
+        self.inner.store().releases_from_drop()
+    }
+
+    /// The silent release of a lock that is still held, inside a PHP frame (shutdown function).
+    pub fn release_now(&mut self) {
+        release_through_php(self);
+    }
+
     pub fn new(inner: Lock, logger: Option<Zval>) -> Self {
         PhpLock { inner, logger }
     }
@@ -95,15 +120,21 @@ impl PhpLock {
     /// `$timeout` (seconds): wait at most that long, then return false. `acquire(true)` alone
     /// waits forever, as in symfony/lock.
     #[php(defaults(blocking = false, timeout = None))]
-    pub fn acquire(&mut self, blocking: bool, timeout: Option<f64>) -> PhpResult<bool> {
-        let wait = args::wait(blocking, timeout)?;
-        self.run(|lock, log| lock.acquire(Mode::Exclusive, wait, log))
+    pub fn acquire(
+        self_: &mut ZendClassObject<PhpLock>,
+        blocking: bool,
+        timeout: Option<f64>,
+    ) -> PhpResult<bool> {
+        Self::take(self_, Mode::Exclusive, blocking, timeout)
     }
 
     #[php(defaults(blocking = false, timeout = None))]
-    pub fn acquire_read(&mut self, blocking: bool, timeout: Option<f64>) -> PhpResult<bool> {
-        let wait = args::wait(blocking, timeout)?;
-        self.run(|lock, log| lock.acquire(Mode::Shared, wait, log))
+    pub fn acquire_read(
+        self_: &mut ZendClassObject<PhpLock>,
+        blocking: bool,
+        timeout: Option<f64>,
+    ) -> PhpResult<bool> {
+        Self::take(self_, Mode::Shared, blocking, timeout)
     }
 
     /// True once the background refresher found the lock gone (no network call).
@@ -239,6 +270,7 @@ fn release_through_php(lock: &mut PhpLock) {
 }
 
 unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
+    shutdown::forget(object);
     // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
     let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
     if let Some(lock) = lock {

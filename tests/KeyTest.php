@@ -4,10 +4,15 @@ declare(strict_types=1);
 
 namespace Deadbolt\Tests;
 
+use Deadbolt\Exception\InvalidArgumentException;
+use Deadbolt\Exception\UnserializableKeyException;
 use Deadbolt\Key;
 use Deadbolt\LockFactory;
 use Deadbolt\Store\FlockStore;
+use Deadbolt\Store\InMemoryStore;
+use Deadbolt\Store\RedisStore;
 use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\SharedRedis;
 
 final class KeyTest extends DeadboltTestCase
 {
@@ -93,10 +98,61 @@ final class KeyTest extends DeadboltTestCase
         $this->assertLessThanOrEqual(0.0, $key->getRemainingLifetime());
     }
 
-    public function testSerializingAKeyThrows(): void
+    public function testAFreshKeyRoundTripsThroughSerialize(): void
     {
-        $this->expectException(\Exception::class);
-        serialize(new Key(uniqid(__METHOD__, true)));
+        $resource = "\0".uniqid(__METHOD__, true)."\xff";
+        $key = new Key($resource);
+
+        $copy = unserialize(serialize($key));
+
+        $this->assertInstanceOf(Key::class, $copy);
+        $this->assertNotSame($key, $copy);
+        $this->assertSame($resource, (string) $copy);
+        $this->assertSame($key->__serialize(), $copy->__serialize(), 'the copy has the same resource and token');
+        $this->assertNull($copy->getRemainingLifetime());
+    }
+
+    public function testSerializeGivesTheResourceAndAStableToken(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $key = new Key($resource);
+
+        $data = $key->__serialize();
+
+        $this->assertSame(['resource', 'token'], array_keys($data));
+        $this->assertSame($resource, $data['resource']);
+        $this->assertIsString($data['token']);
+        $this->assertSame(44, \strlen($data['token']), 'like symfony/lock: base64 of 32 random bytes');
+        $this->assertSame(32, \strlen((string) base64_decode($data['token'], true)));
+        $this->assertSame($data, $key->__serialize(), 'the token is drawn once');
+        $this->assertNotSame($data['token'], (new Key($resource))->__serialize()['token'], 'each Key has its own token');
+    }
+
+    public function testAKeyHoldingARedisLockRoundTripsAndStillOwnsTheLock(): void
+    {
+        $store = new RedisStore(SharedRedis::dsn());
+        $resource = uniqid(__METHOD__, true);
+        $key = new Key($resource);
+        (new LockFactory($store))->createLockFromKey($key, 30.0, false)->acquire();
+
+        $copy = unserialize(serialize($key));
+
+        $this->assertSame($key->__serialize(), $copy->__serialize());
+        $this->assertTrue($store->exists($copy), 'the copy owns the lock');
+        $store->delete($copy);
+        $this->assertFalse($store->exists($key), 'released through the copy');
+    }
+
+    public function testAKeyHoldingAnInMemoryLockRoundTripsAndStillOwnsTheLock(): void
+    {
+        $store = new InMemoryStore();
+        $key = new Key(uniqid(__METHOD__, true));
+        $store->save($key);
+
+        $copy = unserialize(serialize($key));
+
+        $this->assertSame($key->__serialize(), $copy->__serialize());
+        $this->assertTrue($store->exists($copy));
     }
 
     public function testSerializingAKeyThatHoldsAFlockLockThrows(): void
@@ -104,8 +160,81 @@ final class KeyTest extends DeadboltTestCase
         $key = new Key(uniqid(__METHOD__, true));
         (new LockFactory(new FlockStore($this->tempDir())))->createLockFromKey($key, null, false)->acquire();
 
-        $this->expectException(\Exception::class);
+        $this->expectException(UnserializableKeyException::class);
         serialize($key);
+    }
+
+    public function testCallingSerializeOnAKeyThatHoldsAFlockLockThrows(): void
+    {
+        $key = new Key(uniqid(__METHOD__, true));
+        (new FlockStore($this->tempDir()))->save($key);
+
+        $this->expectException(UnserializableKeyException::class);
+        $key->__serialize();
+    }
+
+    public function testUnserializeImportsAToken(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $token = base64_encode(random_bytes(32));
+        $key = new Key('something else');
+
+        $key->__unserialize(['resource' => $resource, 'token' => $token]);
+
+        $this->assertSame($resource, (string) $key);
+        $this->assertSame(['resource' => $resource, 'token' => $token], $key->__serialize());
+    }
+
+    public function testATokenOf1024BytesIsAccepted(): void
+    {
+        $key = new Key('');
+        $token = str_repeat('t', 1024);
+
+        $key->__unserialize(['resource' => 'r', 'token' => $token]);
+
+        $this->assertSame($token, $key->__serialize()['token']);
+    }
+
+    /**
+     * @dataProvider badSerializedData
+     *
+     * @param array<mixed> $data
+     */
+    public function testUnserializeRejectsBadData(array $data): void
+    {
+        $key = new Key(uniqid(__METHOD__, true));
+
+        $this->expectException(InvalidArgumentException::class);
+        $key->__unserialize($data);
+    }
+
+    /**
+     * @dataProvider badSerializedData
+     *
+     * @param array<mixed> $data
+     */
+    public function testUnserializeOfBadDataThrows(array $data): void
+    {
+        $payload = sprintf('O:%d:"%s":%d:{%s}', \strlen(Key::class), Key::class, \count($data), substr(serialize($data), strpos(serialize($data), '{') + 1, -1));
+
+        $this->expectException(InvalidArgumentException::class);
+        unserialize($payload);
+    }
+
+    /**
+     * @return iterable<string, array{array<mixed>}>
+     */
+    public static function badSerializedData(): iterable
+    {
+        yield 'empty' => [[]];
+        yield 'no token' => [['resource' => 'r']];
+        yield 'no resource' => [['token' => 'abc']];
+        yield 'token not a string' => [['resource' => 'r', 'token' => 42]];
+        yield 'token null' => [['resource' => 'r', 'token' => null]];
+        yield 'resource not a string' => [['resource' => ['r'], 'token' => 'abc']];
+        yield 'empty token' => [['resource' => 'r', 'token' => '']];
+        yield 'token of 1025 bytes' => [['resource' => 'r', 'token' => str_repeat('t', 1025)]];
+        yield 'the reserved __write__' => [['resource' => 'r', 'token' => '__write__']];
     }
 
     public function testAForgedSerializedKeyDoesNotBecomeAKey(): void

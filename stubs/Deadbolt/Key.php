@@ -14,14 +14,14 @@ namespace Deadbolt;
  * $key = new \Deadbolt\Key('invoice:42');
  * $lock = $factory->createLockFromKey($key, 30.0);
  * $lock->acquire();
- * $key->getRemainingLifetime(); // null: FlockStore and InMemoryStore locks never expire
+ * $key->getRemainingLifetime(); // <= 30.0 on a RedisStore; null on FlockStore and InMemoryStore (never expire)
  * $key->reduceLifetime(5.0);
  * $lock->getRemainingLifetime(); // <= 5.0
  * ```
  *
- * Keys cannot be serialized: serialize() throws an \Exception.
- *
- * @not-serializable
+ * A Key carries its owner token, so a Key whose lock lives in Redis (or a fresh Key) can move to another process
+ * with serialize()/unserialize() and be released or refreshed there. A Key that holds a flock lock cannot: that
+ * lock belongs to this process ({@see __serialize()}).
  */
 final class Key
 {
@@ -73,6 +73,63 @@ final class Key
      * Removes the expiry.
      */
     public function resetLifetime(): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * The key as data: `['resource' => string, 'token' => string]` (serialize() calls it).
+     *
+     * The token identifies the owner in the store; a Key that has none yet draws it now (44 characters, base64 of 32
+     * random bytes, like symfony/lock's). Moving a Redis lock to another process:
+     *
+     * ```php
+     * // process A
+     * $key = new \Deadbolt\Key('import:2024-06');
+     * (new \Deadbolt\LockFactory($store))->createLockFromKey($key, 600.0, false)->acquire();
+     * $queue->push(serialize($key));
+     *
+     * // process B, same Redis
+     * $key = unserialize($queue->pop());
+     * $lock = (new \Deadbolt\LockFactory($store))->createLockFromKey($key, 600.0);
+     * $lock->refresh(); // still the same owner: works
+     * $lock->release();
+     * ```
+     *
+     * Giving the token to symfony/lock (>= 5.2, RedisStore):
+     * `$symfonyKey->setState(\Symfony\Component\Lock\Store\RedisStore::class, $key->__serialize()['token'])`.
+     * The token is a secret of the lock owner: whoever has it can release or refresh the lock. Keep serialized
+     * Keys out of logs.
+     *
+     * @return array{resource: string, token: string}
+     *
+     * @throws Exception\UnserializableKeyException when the Key holds a flock lock, which is bound to this process
+     */
+    public function __serialize(): array
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Restores a Key from {@see __serialize()} data (unserialize() calls it), here or in another process.
+     *
+     * It also imports a token from symfony/lock (>= 5.2, RedisStore), so Deadbolt can release or refresh a lock
+     * that symfony/lock acquired:
+     *
+     * ```php
+     * $token = $symfonyKey->getState(\Symfony\Component\Lock\Store\RedisStore::class);
+     * $key = new \Deadbolt\Key('invoice:42');
+     * $key->__unserialize(['resource' => 'invoice:42', 'token' => $token]);
+     * ```
+     *
+     * The restored Key has no lifetime until a store call sets one.
+     *
+     * @param array{resource: string, token: string} $data
+     *
+     * @throws Exception\InvalidArgumentException when "resource" or "token" is missing or not a string, or the token
+     *                                            is empty, longer than 1024 bytes or the reserved "__write__"
+     */
+    public function __unserialize(array $data): void
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }

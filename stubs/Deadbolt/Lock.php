@@ -31,7 +31,9 @@ namespace Deadbolt;
  *
  * FlockStore and InMemoryStore locks never expire, as in symfony/lock: on these stores acquire() and refresh() leave
  * getRemainingLifetime() null and isExpired() false, whatever the TTL. A lifetime set on the Key itself
- * ({@see Key::reduceLifetime()}) shows through the Lock.
+ * ({@see Key::reduceLifetime()}) shows through the Lock. {@see Store\RedisStore} locks expire: acquire() with a TTL
+ * takes the lock for that long in one Redis call, getRemainingLifetime() then counts down from the TTL, and once it
+ * is over the lock is free for others (isAcquired() is false) unless refresh() put it off in time.
  *
  * A Lock cannot be serialized (serialize() throws \BadMethodCallException) nor cloned (clone throws \Error).
  */
@@ -44,7 +46,8 @@ final class Lock
      * The Lock has no logger until {@see setLogger()} is called.
      *
      * @param Key        $key         the resource to lock; shared with the Lock, not copied
-     * @param object     $store       a Deadbolt store: {@see Store\FlockStore} or {@see Store\InMemoryStore}
+     * @param object     $store       a Deadbolt store: {@see Store\FlockStore}, {@see Store\InMemoryStore} or
+     *                                {@see Store\RedisStore}
      * @param float|null $ttl         maximum expected lock duration in seconds, used by acquire() and refresh();
      *                                null for none (refresh() then needs an explicit TTL)
      * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
@@ -65,6 +68,8 @@ final class Lock
      *
      * @param object $logger any object with a method log($level, string $message, array $context), such as a
      *                       \Psr\Log\LoggerInterface
+     *
+     * @throws \TypeError when $logger has no log() method
      */
     public function setLogger(object $logger): void
     {
@@ -74,14 +79,26 @@ final class Lock
     /**
      * Acquires the lock for writing (exclusive).
      *
-     * @param bool $blocking wait until the lock is free instead of returning false
+     * With a timeout the call waits at most that long (monotonic clock), then returns false: a deadline symfony/lock
+     * does not have. Waiting costs no CPU: flock blocks in the kernel, and a Redis waiter (DSN store) is woken by the
+     * holder's release at once, or retries when the holder's TTL runs out and at least every 100 ms.
      *
-     * @return bool true when acquired, false when someone else holds it (non-blocking only)
+     * ```php
+     * if (!$lock->acquire(timeout: 2.0)) {
+     *     throw new ServiceBusy();          // nobody let go within 2 s
+     * }
+     * ```
      *
-     * @throws Exception\LockConflictedException when a blocking wait ends without the lock
-     * @throws Exception\LockAcquiringException  when the store fails; getPrevious() is the cause
+     * @param bool       $blocking wait until the lock is free instead of returning false (forever, without $timeout)
+     * @param float|null $timeout  seconds to wait at most, whatever $blocking says; 0 = one try
+     *
+     * @return bool true when acquired; false when someone else holds it (non-blocking) or the timeout ran out
+     *
+     * @throws Exception\InvalidArgumentException when $timeout is negative, NaN or INF
+     * @throws Exception\LockConflictedException  when a blocking wait ends without the lock
+     * @throws Exception\LockAcquiringException   when the store fails; getPrevious() is the cause
      */
-    public function acquire(bool $blocking = false): bool
+    public function acquire(bool $blocking = false, ?float $timeout = null): bool
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
@@ -91,14 +108,16 @@ final class Lock
      *
      * Calling it while holding the write lock demotes the lock; acquire() while holding the read lock promotes it.
      *
-     * @param bool $blocking wait until no writer holds the lock instead of returning false
+     * @param bool       $blocking wait until no writer holds the lock instead of returning false
+     * @param float|null $timeout  seconds to wait at most, whatever $blocking says; 0 = one try
      *
-     * @return bool true when acquired, false when a writer holds it (non-blocking only)
+     * @return bool true when acquired; false when a writer holds it (non-blocking) or the timeout ran out
      *
-     * @throws Exception\LockConflictedException when a blocking wait ends without the lock
-     * @throws Exception\LockAcquiringException  when the store fails; getPrevious() is the cause
+     * @throws Exception\InvalidArgumentException when $timeout is negative, NaN or INF
+     * @throws Exception\LockConflictedException  when a blocking wait ends without the lock
+     * @throws Exception\LockAcquiringException   when the store fails; getPrevious() is the cause
      */
-    public function acquireRead(bool $blocking = false): bool
+    public function acquireRead(bool $blocking = false, ?float $timeout = null): bool
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
@@ -106,8 +125,8 @@ final class Lock
     /**
      * Puts off the lock's expiration to $ttl seconds from now, after resetting the Key's lifetime.
      *
-     * FlockStore and InMemoryStore locks never expire: there, refresh() only checks that this lock is the owner, and
-     * the lifetime stays null.
+     * On a RedisStore this is one Redis call. FlockStore and InMemoryStore locks never expire: there, refresh() only
+     * checks that this lock is the owner, and the lifetime stays null.
      *
      * @param float|null $ttl seconds; null uses the TTL given to the factory or the constructor
      *
@@ -173,6 +192,41 @@ final class Lock
      * @throws \BadMethodCallException always
      */
     public function __unserialize(array $data): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Whether the background refresher (autoRefresh) found this lock gone: taken by someone else, or expired while
+     * the store was unreachable. Answers at once, without a network call; once true, refresh() and release() throw
+     * LockExpiredException. Always false for locks without autoRefresh.
+     */
+    public function isLost(): bool
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * A number that strictly increases with every exclusive acquisition of this resource, across processes and
+     * hosts, to hand to a resource that must refuse writes from a holder that was overtaken (a paused process
+     * whose lock expired and passed to another).
+     *
+     * ```php
+     * $lock->acquire(true);
+     * $token = $lock->getFencingToken();
+     * // SQL: the write succeeds only if no later holder wrote first.
+     * $pdo->prepare('UPDATE report SET body = ?, fence = ? WHERE id = ? AND fence < ?')
+     *     ->execute([$body, $token, $id, $token]);
+     * ```
+     *
+     * Redis: drawn inside the acquire script (key "deadbolt:fence:{resource}", never expires). flock: a counter in the
+     * lock file, drawn on the first call of a hold. In-memory: a counter of the store.
+     *
+     * @return int|null null when the lock is not held exclusively (not acquired, released, or a read lock)
+     *
+     * @throws Exception\LockStorageException when the store fails
+     */
+    public function getFencingToken(): ?int
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }

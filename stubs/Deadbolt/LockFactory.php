@@ -25,7 +25,8 @@ namespace Deadbolt;
 class LockFactory
 {
     /**
-     * @param object $store a Deadbolt store: {@see Store\FlockStore} or {@see Store\InMemoryStore}
+     * @param object $store a Deadbolt store: {@see Store\FlockStore}, {@see Store\InMemoryStore} or
+     *                     {@see Store\RedisStore}
      *
      * @throws \TypeError when $store is not a Deadbolt store (a symfony/lock store is not accepted either)
      */
@@ -37,13 +38,22 @@ class LockFactory
     /**
      * Creates a lock on a resource; nothing is locked until {@see Lock::acquire()}.
      *
+     * With $autoRefresh a native thread keeps the TTL topped up (every TTL/3) while the lock is held, also while PHP
+     * sleeps or waits on curl or a slow query; it stops on release, when the Lock dies, after $maxHold, and never
+     * runs for a lock inherited by a forked child. If it finds the lock gone, {@see Lock::isLost()} turns true.
+     *
      * @param string     $resource    any bytes: empty, binary and long names are valid
      * @param float|null $ttl         maximum expected lock duration in seconds; null for a lock that never expires
      * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
+     * @param bool       $autoRefresh keep the TTL topped up from a background thread (Redis by DSN; flock and
+     *                                in-memory locks never expire, so there it does nothing)
+     * @param float|null $maxHold     seconds after which the refresher stops and the lock runs out by itself
      *
-     * @throws Exception\InvalidTtlException when $ttl is zero, negative, NaN or INF
+     * @throws Exception\InvalidTtlException      when $ttl or $maxHold is zero, negative, NaN or INF
+     * @throws Exception\InvalidArgumentException when $autoRefresh is asked without a TTL, or on a Redis store over
+     *                                            a \Redis or Predis object (the thread cannot call PHP)
      */
-    public function createLock(string $resource, ?float $ttl = 300.0, bool $autoRelease = true): Lock
+    public function createLock(string $resource, ?float $ttl = 300.0, bool $autoRelease = true, bool $autoRefresh = false, ?float $maxHold = null): Lock
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
@@ -53,10 +63,13 @@ class LockFactory
      *
      * @param float|null $ttl         maximum expected lock duration in seconds; null for a lock that never expires
      * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
+     * @param bool       $autoRefresh keep the TTL topped up from a background thread (see createLock())
+     * @param float|null $maxHold     seconds after which the refresher stops
      *
-     * @throws Exception\InvalidTtlException when $ttl is zero, negative, NaN or INF
+     * @throws Exception\InvalidTtlException      when $ttl or $maxHold is zero, negative, NaN or INF
+     * @throws Exception\InvalidArgumentException when $autoRefresh cannot be honoured (see createLock())
      */
-    public function createLockFromKey(Key $key, ?float $ttl = 300.0, bool $autoRelease = true): Lock
+    public function createLockFromKey(Key $key, ?float $ttl = 300.0, bool $autoRelease = true, bool $autoRefresh = false, ?float $maxHold = null): Lock
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
@@ -70,6 +83,8 @@ class LockFactory
      *
      * @param object $logger any object with a method log($level, string $message, array $context), such as a
      *                       \Psr\Log\LoggerInterface
+     *
+     * @throws \TypeError when $logger has no log() method
      */
     public function setLogger(object $logger): void
     {

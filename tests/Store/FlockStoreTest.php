@@ -11,6 +11,7 @@ use Deadbolt\Store\FlockStore;
 final class FlockStoreTest extends StoreContractTestCase
 {
     use BlockingStoreTestTrait;
+    use NeverExpiringStoreTestTrait;
     use SharedStoreTestTrait;
 
     private ?string $lockDir = null;

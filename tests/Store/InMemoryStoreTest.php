@@ -13,6 +13,7 @@ use Deadbolt\Store\InMemoryStore;
  */
 final class InMemoryStoreTest extends StoreContractTestCase
 {
+    use NeverExpiringStoreTestTrait;
     use SharedStoreTestTrait;
 
     private ?InMemoryStore $store = null;

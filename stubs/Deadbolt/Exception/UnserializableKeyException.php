@@ -5,9 +5,9 @@ declare(strict_types=1);
 namespace Deadbolt\Exception;
 
 /**
- * Meant for serializing a Key whose lock is bound to this process (flock), as in symfony/lock.
+ * Thrown when serializing a Key whose lock is bound to this process (a flock lock), as in symfony/lock.
  *
- * Not thrown yet: for now no Key can be serialized, and serialize() throws PHP's own \Exception.
+ * Keys of Redis locks, and Keys that hold no lock, serialize.
  */
 class UnserializableKeyException extends \RuntimeException implements ExceptionInterface
 {

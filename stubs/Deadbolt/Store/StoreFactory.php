@@ -8,9 +8,11 @@ namespace Deadbolt\Store;
  * Builds a store from a connection string, as found in configuration.
  *
  * ```php
- * $store = \Deadbolt\Store\StoreFactory::createStore($_ENV['LOCK_DSN']); // e.g. "flock:///var/lock/app"
+ * $store = \Deadbolt\Store\StoreFactory::createStore($_ENV['LOCK_DSN']); // e.g. "redis://cache:6379/2"
  * $factory = new \Deadbolt\LockFactory($store);
  * ```
+ *
+ * Like symfony/lock's StoreFactory::createStore(), it also takes a Redis client object.
  */
 final class StoreFactory
 {
@@ -28,14 +30,20 @@ final class StoreFactory
     }
 
     /**
-     * @param string $connection "flock" (system temp dir), "flock:///absolute/path" or "in-memory"
+     * @param string|\Redis|\RedisCluster|\Predis\ClientInterface $connection "flock" (system temp dir),
+     *                                                             "flock:///absolute/path", "in-memory", a Redis DSN
+     *                                                             ("redis://...", "rediss://...", "redis:///x.sock",
+     *                                                             see {@see RedisStore}) or a Redis client object
      *
-     * @return object a {@see FlockStore} or an {@see InMemoryStore}
+     * @return object a {@see FlockStore}, an {@see InMemoryStore} or a {@see RedisStore} (initial TTL 300 s)
      *
-     * @throws \Deadbolt\Exception\InvalidArgumentException for any other connection string; the message names the
-     *                                                      unsupported scheme and never repeats credentials
+     * @throws \Deadbolt\Exception\InvalidArgumentException for any other connection string, or a malformed Redis DSN;
+     *                                                      the message names the unsupported scheme or the bad
+     *                                                      option and never repeats credentials
+     * @throws \TypeError                                   for an object that is not a supported Redis client, or
+     *                                                      another type
      */
-    public static function createStore(string $connection): object
+    public static function createStore(mixed $connection): object
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }

@@ -88,7 +88,7 @@ impl RedisStore {
             Some((_, what)) => format!(
                 "The Redis key \"{}\" is not a lock ({}) in {}.",
                 key.display_resource(),
-                what.trim(),
+                what.trim_matches(|c: char| c == ':' || c == '"' || c.is_whitespace()),
                 self.name
             ),
             None => format!(

@@ -1,0 +1,378 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Store;
+
+use Deadbolt\Exception\LockAcquiringException;
+use Deadbolt\Exception\LockReleasingException;
+use Deadbolt\Exception\LockStorageException;
+use Deadbolt\Key;
+use Deadbolt\LockFactory;
+use Deadbolt\Store\RedisStore;
+use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\PhpProcess;
+use Deadbolt\Tests\Support\RedisServer;
+use Deadbolt\Tests\Support\SharedRedis;
+
+/**
+ * Redis failing under a RedisStore, on private servers: stopped, frozen, restarted, password-protected, evicting.
+ */
+final class RedisFailureTest extends DeadboltTestCase
+{
+    private const PASSWORD = 'correct-horse-battery-staple-7f3a';
+    private const PASSWORD_ENV = 'DEADBOLT_TEST_REDIS_PASSWORD';
+
+    /** @var list<RedisServer> */
+    private array $servers = [];
+
+    protected function tearDown(): void
+    {
+        foreach ($this->servers as $server) {
+            $server->stop();
+        }
+        $this->servers = [];
+        putenv(self::PASSWORD_ENV);
+    }
+
+    public function testWhileRedisIsDownEveryOperationFailsNamingTheServerAndTheSameObjectsWorkOnceItIsBack(): void
+    {
+        $server = $this->server();
+        $endpoint = '127.0.0.1:'.$server->port;
+        $store = new RedisStore($server->dsn());
+        $factory = new LockFactory($store);
+        $held = $factory->createLock(uniqid(__METHOD__, true), 30.0);
+        $this->assertTrue($held->acquire());
+        $other = $factory->createLock(uniqid(__METHOD__, true), 30.0);
+
+        $server->stop();
+
+        $e = $this->caught(static fn () => $other->acquire());
+        $this->assertInstanceOf(LockAcquiringException::class, $e);
+        $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+        $this->assertStringContainsString($endpoint, $e->getPrevious()->getMessage());
+        $this->assertStringContainsString($endpoint, $e->getMessage());
+
+        $e = $this->caught(static fn () => $held->refresh());
+        $this->assertInstanceOf(LockAcquiringException::class, $e, 'refresh() while Redis is down');
+        $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+
+        $e = $this->caught(static fn () => $held->release());
+        $this->assertInstanceOf(LockReleasingException::class, $e);
+        $this->assertStringContainsString($endpoint, self::chainMessages($e));
+
+        $e = $this->caught(static fn () => $held->isAcquired());
+        $this->assertInstanceOf(LockStorageException::class, $e);
+        $this->assertStringContainsString($endpoint, $e->getMessage());
+
+        foreach (['save', 'saveRead', 'exists', 'delete'] as $method) {
+            $key = new Key(uniqid(__METHOD__, true));
+            $key->__serialize(); // a Key with a token: exists() and delete() have something to ask
+            $e = $this->caught(static fn () => $store->$method($key));
+            $this->assertInstanceOf(LockStorageException::class, $e, "$method() while Redis is down");
+            $this->assertStringContainsString($endpoint, $e->getMessage());
+        }
+
+        $server->restart();
+
+        $this->assertTrue($other->acquire(), 'the same Lock and store work again');
+        $this->assertTrue($other->isAcquired());
+        $this->assertFalse($held->isAcquired(), 'the restarted server lost the old lock');
+        $this->assertTrue($held->acquire());
+        $held->release();
+        $other->release();
+        // Only Deadbolt's companion keys remain: the fencing counters and the wake-up lists.
+        $left = $server->client()->keys('*');
+        $this->assertSame([], array_values(array_filter($left, static fn (string $k): bool => !str_starts_with($k, 'deadbolt:'))));
+    }
+
+    public function testARestartBetweenTwoCallsIsInvisible(): void
+    {
+        $server = $this->server();
+        $lock = (new LockFactory(new RedisStore($server->dsn())))->createLock(uniqid(__METHOD__, true), 30.0);
+        $this->assertTrue($lock->acquire());
+
+        // The kept connection is dead now; the next call replaces it and runs again.
+        $server->restart();
+
+        $this->assertFalse($lock->isAcquired());
+        $this->assertTrue($lock->acquire());
+        $lock->release();
+    }
+
+    public function testAFrozenServerEndsInAnErrorAfterTheReadTimeoutAndTheStoreRecovers(): void
+    {
+        $server = $this->server();
+        $lock = (new LockFactory(new RedisStore($server->dsn('?read_timeout=0.3&timeout=0.3'))))->createLock(uniqid(__METHOD__, true), 30.0);
+        $this->assertTrue($lock->acquire());
+        $lock->release();
+
+        $server->pause();
+        try {
+            $e = $this->caught(static fn () => $lock->acquire());
+        } finally {
+            $server->resume();
+        }
+
+        $this->assertInstanceOf(LockAcquiringException::class, $e);
+        $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+        $this->assertStringContainsString('127.0.0.1:'.$server->port, $e->getPrevious()->getMessage());
+        $this->assertTrue($lock->acquire(), 'works again once the server answers');
+    }
+
+    /**
+     * @dataProvider lockKillers
+     */
+    public function testALockDyingWhileRedisIsDownThrowsNothing(string $storeCode, string $how): void
+    {
+        $server = $this->server();
+        $process = $this->spawn($storeCode.<<<'PHP'
+            $factory = new Deadbolt\LockFactory($store);
+            $lock = $factory->createLock('dies-while-down', 30.0);
+            $kept = $factory->createLock('still-held-at-exit', 30.0);
+            if (!$lock->acquire() || !$kept->acquire()) {
+                exit(3);
+            }
+            echo "holding\n";
+            fgets(STDIN); // the server is stopped now
+            if ('unset' === $vars['how']) {
+                unset($lock);
+            } else {
+                (static function () use ($factory): void {
+                    $scoped = $factory->createLock('scoped', 30.0);
+                })();
+                $lock = null;
+            }
+            echo "survived\n";
+            // $kept dies at shutdown, Redis still down.
+            PHP, ['port' => $server->port, 'how' => $how]);
+        $this->assertSame('holding', $process->readLine());
+
+        $server->stop();
+        $process->writeLine('go');
+
+        $this->assertSame('survived', $process->readLine());
+        $this->assertSame(0, $process->waitForExit(), $process->stderr());
+        $this->assertSame('', $process->stderr());
+    }
+
+    /**
+     * @return iterable<string, array{string, string}>
+     */
+    public static function lockKillers(): iterable
+    {
+        $dsn = <<<'PHP'
+            $store = new Deadbolt\Store\RedisStore('redis://127.0.0.1:'.$vars['port'].'?timeout=0.5&read_timeout=0.5');
+
+            PHP;
+        $phpredis = <<<'PHP'
+            $redis = new \Redis();
+            $redis->connect('127.0.0.1', $vars['port']);
+            $store = new Deadbolt\Store\RedisStore($redis);
+
+            PHP;
+        $predis = <<<'PHP'
+            require_once '/usr/share/php/Predis/autoload.php';
+            $store = new Deadbolt\Store\RedisStore(new \Predis\Client(['host' => '127.0.0.1', 'port' => $vars['port']]));
+
+            PHP;
+        yield 'DSN, unset' => [$dsn, 'unset'];
+        yield 'DSN, null' => [$dsn, 'null'];
+        yield '\Redis, unset' => [$phpredis, 'unset'];
+        yield 'Predis, unset' => [$predis, 'unset'];
+    }
+
+    /**
+     * @dataProvider wrongCredentials
+     */
+    public function testAWrongPasswordIsAnAcquiringErrorNamingTheServerButNotThePassword(string $userInfo): void
+    {
+        $server = $this->server(['requirepass' => self::PASSWORD]);
+        $lock = (new LockFactory(new RedisStore($server->dsn('', $userInfo))))->createLock(uniqid(__METHOD__, true), 30.0);
+
+        $e = $this->caught(static fn () => $lock->acquire());
+
+        $this->assertInstanceOf(LockAcquiringException::class, $e);
+        $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+        $this->assertStringContainsString('127.0.0.1:'.$server->port, $e->getMessage());
+        $messages = self::chainMessages($e);
+        $this->assertStringNotContainsString(self::PASSWORD, $messages);
+        $this->assertStringNotContainsString('wrong-secret', $messages);
+        $this->assertStringNotContainsString('app-user', $messages);
+    }
+
+    /**
+     * @return iterable<string, array{string}>
+     */
+    public static function wrongCredentials(): iterable
+    {
+        yield 'no password' => [''];
+        yield 'wrong password' => [':wrong-secret-1b2c'];
+        yield 'wrong user and password' => ['app-user:wrong-secret-1b2c'];
+    }
+
+    public function testTheRightPasswordInTheDsnWorks(): void
+    {
+        $server = $this->server(['requirepass' => self::PASSWORD]);
+
+        foreach ([':'.self::PASSWORD, 'default:'.self::PASSWORD] as $userInfo) {
+            $lock = (new LockFactory(new RedisStore($server->dsn('', $userInfo))))->createLock(uniqid(__METHOD__, true), 30.0);
+            $this->assertTrue($lock->acquire(), 'user info '.('' === strstr($userInfo, ':', true) ? 'without' : 'with').' user name');
+            $lock->release();
+        }
+    }
+
+    public function testThePasswordFromPasswordEnvWorks(): void
+    {
+        $server = $this->server(['requirepass' => self::PASSWORD]);
+        putenv(self::PASSWORD_ENV.'='.self::PASSWORD);
+
+        $lock = (new LockFactory(new RedisStore($server->dsn('?password_env='.self::PASSWORD_ENV))))->createLock(uniqid(__METHOD__, true), 30.0);
+
+        $this->assertTrue($lock->acquire());
+        $this->assertTrue($lock->isAcquired());
+        $lock->release();
+    }
+
+    public function testAWrongPasswordFromPasswordEnvIsAnAcquiringErrorWithoutThePassword(): void
+    {
+        $server = $this->server(['requirepass' => self::PASSWORD]);
+        putenv(self::PASSWORD_ENV.'=wrong-secret-from-env');
+        $lock = (new LockFactory(new RedisStore($server->dsn('?password_env='.self::PASSWORD_ENV))))->createLock(uniqid(__METHOD__, true), 30.0);
+
+        $e = $this->caught(static fn () => $lock->acquire());
+
+        $this->assertInstanceOf(LockAcquiringException::class, $e);
+        $this->assertStringContainsString('127.0.0.1:'.$server->port, $e->getMessage());
+        $this->assertStringNotContainsString('wrong-secret-from-env', self::chainMessages($e));
+    }
+
+    public function testAHashTypedKeyIsAStorageErrorNamingTheType(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        SharedRedis::client()->hSet($resource, 'owner', 'someone');
+        $store = new RedisStore(SharedRedis::dsn());
+
+        $e = $this->caught(static fn () => $store->save(new Key($resource)));
+
+        $this->assertInstanceOf(LockStorageException::class, $e);
+        $this->assertStringContainsString('hash', $e->getMessage());
+        $this->assertSame(['owner' => 'someone'], SharedRedis::client()->hGetAll($resource));
+    }
+
+    /**
+     * @dataProvider evictingPolicies
+     */
+    public function testAnEvictingServerIsReportedOnceToTheLoggerAndToTheErrorLog(string $policy): void
+    {
+        $server = $this->server(['maxmemory-policy' => $policy]);
+        $errorLog = $this->tempDir().'/php-error.log';
+
+        $result = $this->runLoggingChild($server->dsn(), $errorLog);
+
+        $warnings = array_values(array_filter($result['records'], static fn (array $r): bool => 'warning' === $r[0]));
+        $this->assertCount(1, $warnings, 'one warning across two acquires: '.json_encode($result['records']));
+        $this->assertStringContainsString($policy, $warnings[0][1]);
+        $this->assertStringContainsString('127.0.0.1:'.$server->port, $warnings[0][1]);
+        $logged = array_values(array_filter(explode("\n", (string) @file_get_contents($errorLog)), static fn (string $l): bool => str_contains($l, 'maxmemory-policy')));
+        $this->assertCount(1, $logged, 'one line in PHP\'s error_log: '.@file_get_contents($errorLog));
+        $this->assertStringContainsString($policy, $logged[0]);
+        $this->assertSame(2, \count(array_filter($result['records'], static fn (array $r): bool => 'Successfully acquired the "{resource}" lock.' === $r[1])), 'both acquires went through');
+    }
+
+    /**
+     * @return iterable<string, array{string}>
+     */
+    public static function evictingPolicies(): iterable
+    {
+        yield 'allkeys-lru' => ['allkeys-lru'];
+        yield 'volatile-ttl' => ['volatile-ttl'];
+    }
+
+    public function testANoevictionServerIsNotReported(): void
+    {
+        $server = $this->server(['maxmemory-policy' => 'noeviction']);
+        $errorLog = $this->tempDir().'/php-error.log';
+
+        $result = $this->runLoggingChild($server->dsn(), $errorLog);
+
+        $this->assertSame([], array_values(array_filter($result['records'], static fn (array $r): bool => 'warning' === $r[0])));
+        $this->assertSame('', (string) @file_get_contents($errorLog));
+    }
+
+    public function testAServerThatRefusesConfigIsNotReported(): void
+    {
+        $server = $this->server(['maxmemory-policy' => 'allkeys-lru']);
+        $admin = $server->client();
+        // As on managed services: CONFIG is refused (NOPERM) to the user the application connects as.
+        $this->assertTrue($admin->rawCommand('ACL', 'SETUSER', 'default', '-config'));
+        $admin->close();
+        $errorLog = $this->tempDir().'/php-error.log';
+
+        $result = $this->runLoggingChild($server->dsn(), $errorLog);
+
+        $this->assertSame([], array_values(array_filter($result['records'], static fn (array $r): bool => 'warning' === $r[0])));
+        $this->assertSame('', (string) @file_get_contents($errorLog));
+    }
+
+    /**
+     * Two acquires through a Lock with a logger in a fresh php process (its first connection), PHP's error_log
+     * pointed at $errorLog.
+     *
+     * @return array{records: list<array{0: string, 1: string}>}
+     */
+    private function runLoggingChild(string $dsn, string $errorLog): array
+    {
+        $result = PhpProcess::run(<<<'PHP'
+            $logger = new class() {
+                public array $records = [];
+                public function log($level, $message, array $context = []): void
+                {
+                    $this->records[] = [(string) $level, (string) $message];
+                }
+            };
+            $factory = new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn']));
+            $factory->setLogger($logger);
+            $first = $factory->createLock('first', 30.0);
+            $second = $factory->createLock('second', 30.0);
+            if (!$first->acquire() || !$second->acquire()) {
+                exit(3);
+            }
+            $first->release();
+            $second->release();
+            echo json_encode(['records' => $logger->records]);
+            PHP, ['dsn' => $dsn], true, 60.0, array_merge(deadbolt_php_command(), ['-d', 'error_log='.$errorLog]));
+        $this->assertSame(0, $result['exit'], $result['stderr']);
+        $this->assertSame('', $result['stderr']);
+
+        return json_decode($result['stdout'], true, 512, JSON_THROW_ON_ERROR);
+    }
+
+    /**
+     * @param array<string, string> $options
+     */
+    private function server(array $options = []): RedisServer
+    {
+        return $this->servers[] = RedisServer::start($options);
+    }
+
+    private function caught(callable $operation): \Throwable
+    {
+        try {
+            $operation();
+        } catch (\Throwable $e) {
+            return $e;
+        }
+        $this->fail('The operation did not throw.');
+    }
+
+    private static function chainMessages(\Throwable $e): string
+    {
+        $messages = [];
+        for (; null !== $e; $e = $e->getPrevious()) {
+            $messages[] = \get_class($e).': '.$e->getMessage();
+        }
+
+        return implode("\n", $messages);
+    }
+}

@@ -1,0 +1,185 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Store;
+
+use Deadbolt\Exception\InvalidArgumentException;
+use Deadbolt\Exception\LockAcquiringException;
+use Deadbolt\Exception\LockStorageException;
+use Deadbolt\LockFactory;
+use Deadbolt\Store\RedisStore;
+use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\RedisServer;
+
+/**
+ * rediss:// against a private TLS redis-server whose certificate a private CA signed (made here with openssl):
+ * the certificate is always verified, and no DSN option turns that off.
+ */
+final class RedisTlsTest extends DeadboltTestCase
+{
+    /** Made once for the class: two CAs, a server certificate for 127.0.0.1, one for another host. */
+    private static ?string $certificates = null;
+
+    private string $certs;
+
+    private RedisServer $server;
+
+    private int $tlsPort;
+
+    public static function setUpBeforeClass(): void
+    {
+        $dir = sys_get_temp_dir().'/deadbolt-tls-'.bin2hex(random_bytes(6));
+        mkdir($dir, 0700);
+        self::$certificates = $dir;
+        self::makeCertificateAuthority($dir, 'ca');
+        self::makeCertificateAuthority($dir, 'other-ca');
+        self::makeServerCertificate($dir, 'server', 'ca', 'IP:127.0.0.1,DNS:localhost');
+        self::makeServerCertificate($dir, 'misnamed', 'ca', 'DNS:not-this-host.example');
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        foreach (glob(self::$certificates.'/*') ?: [] as $file) {
+            unlink($file);
+        }
+        @rmdir((string) self::$certificates);
+        self::$certificates = null;
+    }
+
+    protected function setUp(): void
+    {
+        $this->certs = (string) self::$certificates;
+        $this->startServer('server');
+    }
+
+    protected function tearDown(): void
+    {
+        $this->server->stop();
+    }
+
+    public function testATlsConnectionWithTheRightCaWorks(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory(new RedisStore($this->dsn('ca'))))->createLock($resource, 30.0);
+
+        $this->assertTrue($lock->acquire());
+
+        $this->assertSame(\Redis::REDIS_ZSET, $this->server->client()->type($resource), 'the lock is in that server');
+        $lock->release();
+        $this->assertSame(0, $this->server->client()->exists($resource));
+    }
+
+    public function testTheHostNameLocalhostMatchesTheCertificateToo(): void
+    {
+        $lock = (new LockFactory(new RedisStore("rediss://localhost:{$this->tlsPort}?ca_file={$this->certs}/ca.crt")))->createLock(uniqid(__METHOD__, true), 30.0);
+
+        $this->assertTrue($lock->acquire());
+        $lock->release();
+    }
+
+    /**
+     * @dataProvider untrustedSetups
+     */
+    public function testAnUnverifiableCertificateIsRefused(?string $ca, string $certificate): void
+    {
+        if ('server' !== $certificate) {
+            $this->server->stop();
+            $this->startServer($certificate);
+        }
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory(new RedisStore($this->dsn($ca))))->createLock($resource, 30.0);
+
+        try {
+            $lock->acquire();
+            $this->fail('The lock was taken over a connection whose certificate could not be verified.');
+        } catch (LockAcquiringException $e) {
+            $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+            $this->assertStringContainsString('127.0.0.1:'.$this->tlsPort, $e->getPrevious()->getMessage());
+        }
+        $this->assertSame(0, $this->server->client()->exists($resource), 'nothing was written');
+    }
+
+    /**
+     * @return iterable<string, array{?string, string}>
+     */
+    public static function untrustedSetups(): iterable
+    {
+        yield 'no ca_file: the system CAs do not know this one' => [null, 'server'];
+        yield 'another CA' => ['other-ca', 'server'];
+        yield 'right CA, certificate for another host' => ['ca', 'misnamed'];
+    }
+
+    /**
+     * @dataProvider verificationSwitches
+     */
+    public function testNoOptionTurnsVerificationOff(string $option): void
+    {
+        try {
+            new RedisStore("rediss://127.0.0.1:{$this->tlsPort}?$option");
+            $this->fail("RedisStore accepted ?$option");
+        } catch (InvalidArgumentException $e) {
+            $this->assertStringContainsString(rawurldecode(explode('=', $option)[0]), $e->getMessage());
+        }
+    }
+
+    /**
+     * @return iterable<string, array{string}>
+     */
+    public static function verificationSwitches(): iterable
+    {
+        yield 'verify_peer' => ['verify_peer=0'];
+        yield 'verify_peer_name' => ['verify_peer_name=false'];
+        yield 'insecure' => ['insecure=1'];
+        yield 'ssl[verify_peer]' => ['ssl%5Bverify_peer%5D=0'];
+        yield 'tls_insecure' => ['tls_insecure=true'];
+    }
+
+    private function dsn(?string $ca): string
+    {
+        return "rediss://127.0.0.1:{$this->tlsPort}".(null !== $ca ? "?ca_file={$this->certs}/$ca.crt" : '');
+    }
+
+    private function startServer(string $certificate): void
+    {
+        $this->tlsPort = RedisServer::freePort();
+        $this->server = RedisServer::start([
+            'tls-port' => (string) $this->tlsPort,
+            'tls-cert-file' => "{$this->certs}/$certificate.crt",
+            'tls-key-file' => "{$this->certs}/$certificate.key",
+            'tls-ca-cert-file' => "{$this->certs}/ca.crt",
+            'tls-auth-clients' => 'no',
+        ]);
+    }
+
+    private static function makeCertificateAuthority(string $dir, string $name): void
+    {
+        self::openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', "/CN=Deadbolt test $name",
+            '-keyout', "$dir/$name.key", '-out', "$dir/$name.crt"]);
+    }
+
+    private static function makeServerCertificate(string $dir, string $name, string $ca, string $subjectAltName): void
+    {
+        self::openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', "/CN=$name", '-keyout', "$dir/$name.key", '-out', "$dir/$name.csr"]);
+        file_put_contents("$dir/$name.ext", "subjectAltName=$subjectAltName\n");
+        self::openssl(['x509', '-req', '-days', '2', '-in', "$dir/$name.csr", '-CA', "$dir/$ca.crt", '-CAkey', "$dir/$ca.key",
+            '-CAcreateserial', '-extfile', "$dir/$name.ext", '-out', "$dir/$name.crt"]);
+    }
+
+    /**
+     * @param list<string> $arguments
+     */
+    private static function openssl(array $arguments): void
+    {
+        $process = proc_open(array_merge(['openssl'], $arguments), [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        if (false === $process) {
+            throw new \RuntimeException('Cannot run openssl');
+        }
+        $output = stream_get_contents($pipes[1]).stream_get_contents($pipes[2]);
+        fclose($pipes[1]);
+        fclose($pipes[2]);
+        if (0 !== proc_close($process)) {
+            throw new \RuntimeException('openssl '.implode(' ', $arguments)." failed:\n".$output);
+        }
+    }
+}

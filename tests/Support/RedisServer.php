@@ -1,0 +1,233 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Support;
+
+/**
+ * A private redis-server for one test: free loopback port, unix socket, no persistence, in its own temp dir.
+ *
+ * For the tests that need a server of their own (a password, an eviction policy, a server to stop and bring back).
+ * The shared server of the suite is {@see SharedRedis}. The process is a direct child of the test process (not
+ * daemonized), killed by stop() and at the latest when this object dies; restart() brings it back on the same port
+ * and socket, so DSNs and client objects built before stay valid. Copies of this object in forked children never
+ * touch the server.
+ */
+final class RedisServer
+{
+    /** @var resource|null */
+    private $process = null;
+
+    private readonly int $ownerPid;
+
+    /**
+     * @param array<string, string> $options extra redis-server options without the dashes, e.g. ['requirepass' => 'x']
+     */
+    private function __construct(
+        public readonly string $dir,
+        public readonly int $port,
+        private readonly array $options,
+    ) {
+        $this->ownerPid = posix_getpid();
+    }
+
+    /**
+     * @param array<string, string> $options extra redis-server options without the dashes, e.g. ['requirepass' => 'x']
+     */
+    public static function start(array $options = []): self
+    {
+        $dir = sys_get_temp_dir().'/deadbolt-redis-'.bin2hex(random_bytes(6));
+        if (!mkdir($dir, 0700, true)) {
+            throw new \RuntimeException('Cannot create '.$dir);
+        }
+        $lastError = '';
+        // The free port may be taken between asking for it and redis binding it: try another one then.
+        for ($attempt = 0; $attempt < 5; ++$attempt) {
+            $server = new self($dir, self::freePort(), $options);
+            try {
+                $server->launch();
+
+                return $server;
+            } catch (\RuntimeException $e) {
+                $lastError = $e->getMessage();
+                $server->process = null;
+            }
+        }
+        throw new \RuntimeException('Could not start a private redis-server: '.$lastError);
+    }
+
+    public function socket(): string
+    {
+        return $this->dir.'/redis.sock';
+    }
+
+    /**
+     * redis://127.0.0.1:PORT plus $suffix ("/3", "?timeout=1"...); credentials go in $userInfo ("user:pass").
+     */
+    public function dsn(string $suffix = '', string $userInfo = ''): string
+    {
+        return 'redis://'.('' !== $userInfo ? $userInfo.'@' : '').'127.0.0.1:'.$this->port.$suffix;
+    }
+
+    public function isRunning(): bool
+    {
+        return null !== $this->process && proc_get_status($this->process)['running'];
+    }
+
+    /**
+     * A new phpredis connection to this server (authenticated with $password when given).
+     */
+    public function client(?string $password = null): \Redis
+    {
+        $redis = new \Redis();
+        $redis->connect('127.0.0.1', $this->port, 5.0);
+        if (null !== $password) {
+            $redis->auth($password);
+        }
+
+        return $redis;
+    }
+
+    /**
+     * Kills the server (SIGKILL: its clients see their connections drop) and waits until it is gone.
+     */
+    public function stop(): void
+    {
+        if (null === $this->process || posix_getpid() !== $this->ownerPid) {
+            return;
+        }
+        $status = proc_get_status($this->process);
+        if ($status['running']) {
+            posix_kill($status['pid'], SIGKILL);
+        }
+        proc_close($this->process);
+        $this->process = null;
+    }
+
+    /**
+     * Freezes the server (SIGSTOP): connections stay open, nothing answers, until resume().
+     */
+    public function pause(): void
+    {
+        $this->signal(SIGSTOP);
+    }
+
+    public function resume(): void
+    {
+        $this->signal(SIGCONT);
+    }
+
+    /**
+     * Starts the server again on the same port and socket, with an empty dataset.
+     */
+    public function restart(): void
+    {
+        $this->stop();
+        $lastError = '';
+        // The old listening socket is gone once the process is; a few tries cover a slow kernel.
+        for ($attempt = 0; $attempt < 20; ++$attempt) {
+            try {
+                $this->launch();
+
+                return;
+            } catch (\RuntimeException $e) {
+                $lastError = $e->getMessage();
+                $this->process = null;
+                usleep(100_000);
+            }
+        }
+        throw new \RuntimeException("Could not restart redis-server on port {$this->port}: ".$lastError);
+    }
+
+    public function __destruct()
+    {
+        if (posix_getpid() !== $this->ownerPid) {
+            return;
+        }
+        $this->stop();
+        foreach (glob($this->dir.'/*') ?: [] as $file) {
+            @unlink($file);
+        }
+        @rmdir($this->dir);
+    }
+
+    private function signal(int $signal): void
+    {
+        if (null === $this->process || posix_getpid() !== $this->ownerPid) {
+            throw new \LogicException('The server does not run in this process');
+        }
+        posix_kill(proc_get_status($this->process)['pid'], $signal);
+    }
+
+    private function launch(): void
+    {
+        $command = [
+            'redis-server',
+            '--port', (string) $this->port,
+            '--bind', '127.0.0.1',
+            '--save', '',
+            '--appendonly', 'no',
+            '--unixsocket', $this->socket(),
+            '--unixsocketperm', '700',
+            '--dir', $this->dir,
+            '--logfile', $this->dir.'/redis.log',
+            '--daemonize', 'no',
+        ];
+        foreach ($this->options as $name => $value) {
+            array_push($command, '--'.$name, $value);
+        }
+        $null = ['file', '/dev/null', 'a'];
+        $process = proc_open($command, [0 => ['file', '/dev/null', 'r'], 1 => $null, 2 => $null], $pipes);
+        if (false === $process) {
+            throw new \RuntimeException('proc_open(redis-server) failed');
+        }
+        $this->process = $process;
+        $deadline = hrtime(true) + 10_000_000_000;
+        while (hrtime(true) < $deadline) {
+            if (!proc_get_status($process)['running']) {
+                proc_close($process);
+                $this->process = null;
+                $log = @file_get_contents($this->dir.'/redis.log');
+                throw new \RuntimeException("redis-server exited at start on port {$this->port}: ".substr((string) $log, -500));
+            }
+            if ($this->answers()) {
+                return;
+            }
+            usleep(20_000);
+        }
+        $this->stop();
+        throw new \RuntimeException("redis-server did not answer on port {$this->port} within 10 s");
+    }
+
+    /**
+     * Whether the server answers PING (an error reply such as NOAUTH counts: it is up).
+     */
+    private function answers(): bool
+    {
+        $socket = @stream_socket_client('tcp://127.0.0.1:'.$this->port, $errno, $error, 0.5);
+        if (false === $socket) {
+            return false;
+        }
+        stream_set_timeout($socket, 1);
+        fwrite($socket, "PING\r\n");
+        $reply = fgets($socket);
+        fclose($socket);
+
+        return \is_string($reply) && ('+' === $reply[0] || '-' === $reply[0]);
+    }
+
+    /**
+     * A TCP port nothing listens on right now (for a second listener, such as tls-port).
+     */
+    public static function freePort(): int
+    {
+        $socket = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+        if (false === $socket) {
+            throw new \RuntimeException("Cannot find a free port: $error");
+        }
+        $name = stream_socket_get_name($socket, false);
+        fclose($socket);
+
+        return (int) substr((string) $name, strrpos((string) $name, ':') + 1);
+    }
+}
