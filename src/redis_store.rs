@@ -5,7 +5,6 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::store::redis::native::NativeRunner;
 use deadbolt_core::store::redis::runner::ScriptRunner;
 use deadbolt_core::{RedisStore, Store};
 use ext_php_rs::flags::ClassFlags;
@@ -30,9 +29,13 @@ impl PhpRedisStore {
     /// A store on `connection`: a DSN string, or a `\Redis`, `\RedisCluster` or Predis client.
     pub(crate) fn connect(connection: &Zval, initial_ttl: f64) -> PhpResult<Self> {
         let initial_ttl = args::ttl(initial_ttl)?;
-        let runner: Box<dyn ScriptRunner> = if let Some(dsn) = connection.str() {
-            Box::new(NativeRunner::new(dsn).map_err(to_php)?)
-        } else {
+        if let Some(dsn) = connection.str() {
+            let store = RedisStore::connect(dsn, initial_ttl).map_err(to_php)?;
+            return Ok(PhpRedisStore {
+                inner: Rc::new(store),
+            });
+        }
+        let runner: Box<dyn ScriptRunner> = {
             let not_a_client = |given: String| {
                 type_error(format!(
                     "Deadbolt\\Store\\RedisStore::__construct(): Argument #1 ($connection) must be a DSN string, \\Redis, \\RedisCluster or \\Predis\\ClientInterface, {given} given"

@@ -61,6 +61,8 @@ pub struct Lock {
     held_since: Option<Instant>,
     /// The refresher's registration while the lock is held and auto-refreshed.
     ticket: Option<Ticket>,
+    /// Set once this hold was found lost; stays until the next acquire.
+    lost: bool,
 }
 
 impl std::fmt::Debug for Lock {
@@ -86,6 +88,7 @@ impl Lock {
             dirty: false,
             held_since: None,
             ticket: None,
+            lost: false,
         }
     }
 
@@ -151,6 +154,7 @@ impl Lock {
         let key = Arc::clone(&self.key);
         let mut key = key.lock();
         self.ticket = None;
+        self.lost = false;
         key.adopt_if_inherited();
         key.reset_lifetime();
         // A store whose locks expire takes the lock with this lock's TTL in the same call.
@@ -264,6 +268,7 @@ impl Lock {
         let key = Arc::clone(&self.key);
         let mut key = key.lock();
         if self.is_lost() {
+            self.lost = true;
             return Err(self.lost_error(&key));
         }
         let result = self.refresh_key(&mut key, ttl, sink);
@@ -332,7 +337,7 @@ impl Lock {
 
     /// True once the background refresher found this lock gone: no network call.
     pub fn is_lost(&self) -> bool {
-        self.ticket.as_ref().is_some_and(Ticket::is_lost)
+        self.lost || self.ticket.as_ref().is_some_and(Ticket::is_lost)
     }
 
     /// The fencing token of the current exclusive hold (`None` when not held exclusively).
@@ -359,11 +364,12 @@ impl Lock {
             self.dirty = false;
             return Ok(());
         }
-        let lost = self.is_lost();
+        self.lost = self.is_lost();
         self.ticket = None;
-        if lost {
+        if self.lost {
+            // Nothing to release: the hold ended when the lock was lost, not here.
             self.dirty = false;
-            self.end_hold();
+            self.held_since = None;
             return Err(self.lost_error(&key));
         }
         match self.store.delete(&mut key) {
