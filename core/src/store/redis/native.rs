@@ -45,11 +45,13 @@ impl Slot {
 static SLOTS: LazyLock<Mutex<HashMap<String, Arc<Mutex<Slot>>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The slot named `name` (a DSN, or a DSN and a purpose), made on first use.
+/// This process's slot named `name` (a DSN, or a DSN and a purpose), made on first use. Keyed
+/// by pid too: a forked child gets slots of its own and never locks one its parent's refresher
+/// thread might have held at the instant of the fork.
 fn slot_for(name: &str) -> Arc<Mutex<Slot>> {
     SLOTS
         .lock()
-        .entry(name.to_owned())
+        .entry(format!("{}/{name}", current_pid()))
         .or_insert_with(|| {
             Arc::new(Mutex::new(Slot {
                 pid: current_pid(),
@@ -65,8 +67,11 @@ fn slot_for(name: &str) -> Arc<Mutex<Slot>> {
 pub struct NativeRunner {
     dsn: Dsn,
     client: redis::Client,
+    /// This runner's slot in the process that made the runner (`slot_pid`); other processes look
+    /// up their own.
     slot: Arc<Mutex<Slot>>,
-    /// The key of `slot` in `SLOTS` (holds the DSN's secrets: never shown).
+    slot_pid: u32,
+    /// The name of the slot in `SLOTS` (holds the DSN's secrets: never shown).
     slot_name: String,
     name: String,
 }
@@ -84,6 +89,7 @@ impl NativeRunner {
             dsn,
             client,
             slot: slot_for(dsn_text),
+            slot_pid: current_pid(),
             slot_name: dsn_text.to_owned(),
             name,
         })
@@ -172,7 +178,7 @@ impl ScriptRunner for NativeRunner {
     }
 
     fn take_warning(&self) -> Option<String> {
-        self.slot.lock().warning.take()
+        self.current_slot().lock().warning.take()
     }
 }
 
@@ -185,8 +191,18 @@ impl NativeRunner {
             dsn: self.dsn.clone(),
             client: self.client.clone(),
             slot: slot_for(&slot_name),
+            slot_pid: current_pid(),
             slot_name,
             name: self.name.clone(),
+        }
+    }
+
+    /// This process's slot: the one made with the runner, or after a fork the child's own.
+    fn current_slot(&self) -> Arc<Mutex<Slot>> {
+        if self.slot_pid == current_pid() {
+            Arc::clone(&self.slot)
+        } else {
+            slot_for(&self.slot_name)
         }
     }
 
@@ -195,7 +211,8 @@ impl NativeRunner {
         &self,
         mut call: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
-        let mut slot = self.slot.lock();
+        let slot = self.current_slot();
+        let mut slot = slot.lock();
         slot.adopt();
         // A kept connection may have died since its last use (server restart, idle timeout): on a
         // connection error it is replaced once and the call made again. Every lock script is
