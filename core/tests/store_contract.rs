@@ -238,6 +238,7 @@ fn a_wait_with_a_deadline_gives_up_and_a_free_lock_is_taken_at_once() {
             "{kind}: gave up before the deadline"
         );
         store.delete(&mut holder).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let taken = store
             .wait(
                 &mut waiter,
@@ -247,7 +248,7 @@ fn a_wait_with_a_deadline_gives_up_and_a_free_lock_is_taken_at_once() {
                 &mut report,
             )
             .unwrap();
-        assert!(taken, "{kind}");
+        assert!(taken, "{kind}: released, so the waiter gets it");
     });
 }
 

@@ -2,9 +2,11 @@
 //! writers, scores in server milliseconds), so Deadbolt and symfony/lock >= 5.2 processes share
 //! locks on one Redis. Acquire with the lock's TTL is one script call, release is one.
 //!
-//! Beside the lock key, Deadbolt keeps two keys per resource, both in the resource's hash slot:
-//! `deadbolt:fence:{resource}`, the fencing counter (never expires, so tokens never go back), and
-//! `deadbolt:wake:{resource}`, the wake-up list a release pushes to and waiters BLPOP on.
+//! Beside the lock key, Deadbolt may keep three keys per resource, all in the resource's hash slot:
+//! `deadbolt:fence:{resource}`, the fencing counter (made on the first getFencingToken(); never
+//! expires, so tokens never go back), `deadbolt:waiters:{resource}`, the waiters of the last second (token, expiry), written by a
+//! waiter, and `deadbolt:wake:{resource}`, the list a release pushes to (only while someone waits)
+//! and waiters BLPOP on.
 
 pub mod dsn;
 pub mod native;
@@ -18,7 +20,7 @@ use crate::store::{poll, Extender, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 use native::NativeRunner;
 use runner::{RunError, ScriptRunner};
-use scripts::{LockScript, DELETE, EXISTS, PUT_OFF, SAVE, SAVE_READ, WRONGTYPE_MARKER};
+use scripts::{LockScript, DELETE, EXISTS, FENCE, PUT_OFF, SAVE, SAVE_READ, WRONGTYPE_MARKER};
 
 /// Longest a waiter sleeps without a signal before it tries again: bounds the cost of a lost
 /// signal or of a holder that never sends one (symfony/lock).
@@ -60,25 +62,23 @@ impl RedisStore {
         Ok(store)
     }
 
+    /// Runs `script` with KEYS = the resource and `companions`, ARGV = the key's token and `args`.
     fn run(
         &self,
         script: &LockScript,
         key: &Key,
-        extra_key: Option<&[u8]>,
-        ttl: Option<Ttl>,
+        companions: &[&[u8]],
+        args: &[&[u8]],
     ) -> Result<i64> {
         let token = key.token()?;
-        let ttl_ms = ttl.map(|ttl| ttl_millis(ttl).to_string());
-        let mut args: Vec<&[u8]> = vec![token.as_str().as_bytes()];
-        if let Some(ttl_ms) = &ttl_ms {
-            args.push(ttl_ms.as_bytes());
-        }
-        let mut keys: Vec<&[u8]> = vec![key.resource()];
-        if let Some(extra) = extra_key {
-            keys.push(extra);
-        }
+        let keys: Vec<&[u8]> = std::iter::once(key.resource())
+            .chain(companions.iter().copied())
+            .collect();
+        let argv: Vec<&[u8]> = std::iter::once(token.as_str().as_bytes())
+            .chain(args.iter().copied())
+            .collect();
         self.runner
-            .run(script, &keys, &args)
+            .run(script, &keys, &argv)
             .map_err(|e| self.storage_error(key, e))
     }
 
@@ -107,21 +107,27 @@ impl RedisStore {
         key: &mut Key,
         mode: Mode,
         ttl: Ttl,
+        intent: Intent,
     ) -> Result<std::result::Result<(), Option<Duration>>> {
         key.adopt_if_inherited();
         key.reset_lifetime();
         key.reduce_lifetime(ttl);
         key.fence = None;
-        let reply = match mode {
-            Mode::Exclusive => self.run(&SAVE, key, Some(&fence_key(key.resource())), Some(ttl))?,
-            Mode::Shared => self.run(&SAVE_READ, key, None, Some(ttl))?,
+        let script = match mode {
+            Mode::Exclusive => &SAVE,
+            Mode::Shared => &SAVE_READ,
         };
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let waiters = waiters_key(key.resource());
+        let reply = self.run(
+            script,
+            key,
+            &[waiters.as_slice()],
+            &[ttl_ms.as_bytes(), intent.as_arg()],
+        )?;
         if reply < 1 {
             let hint = u64::try_from(-reply).ok().filter(|ms| *ms > 0);
             return Ok(Err(hint.map(Duration::from_millis)));
-        }
-        if mode == Mode::Exclusive {
-            key.fence = u64::try_from(reply).ok();
         }
         self.check_not_expired(key)?;
         Ok(Ok(()))
@@ -152,6 +158,27 @@ impl RedisStore {
     }
 }
 
+/// What an attempt is, for the scripts (see the prelude's `intent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intent {
+    /// A plain attempt: no waiting follows.
+    Plain,
+    /// The first attempt of a wait: a refusal marks the caller as a waiter.
+    Join,
+    /// A waiter's attempt after it waited: may take a lock held for waiters.
+    Wake,
+}
+
+impl Intent {
+    fn as_arg(self) -> &'static [u8] {
+        match self {
+            Intent::Plain => b"",
+            Intent::Join => b"join",
+            Intent::Wake => b"wake",
+        }
+    }
+}
+
 /// The resource's fencing counter, in the resource's hash slot.
 fn fence_key(resource: &[u8]) -> Vec<u8> {
     companion(b"deadbolt:fence:{", resource)
@@ -160,6 +187,11 @@ fn fence_key(resource: &[u8]) -> Vec<u8> {
 /// The resource's wake-up list, in the resource's hash slot.
 fn wake_key(resource: &[u8]) -> Vec<u8> {
     companion(b"deadbolt:wake:{", resource)
+}
+
+/// The set of waiters (token, expiry) that releases look at, in the resource's slot.
+fn waiters_key(resource: &[u8]) -> Vec<u8> {
+    companion(b"deadbolt:waiters:{", resource)
 }
 
 fn companion(prefix: &[u8], resource: &[u8]) -> Vec<u8> {
@@ -182,7 +214,7 @@ impl Store for RedisStore {
     }
 
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
-        match self.attempt(key, mode, ttl.unwrap_or(self.initial_ttl))? {
+        match self.attempt(key, mode, ttl.unwrap_or(self.initial_ttl), Intent::Plain)? {
             Ok(()) => Ok(()),
             Err(_) => Err(self.conflict(key)),
         }
@@ -203,6 +235,7 @@ impl Store for RedisStore {
         let wake = wake_key(key.resource());
         // The holder's remaining time, as the last refusal told it.
         let hint = std::cell::Cell::new(None::<Duration>);
+        let intent = std::cell::Cell::new(Intent::Join);
         let key = std::cell::RefCell::new(key);
         poll(
             deadline,
@@ -222,7 +255,8 @@ impl Store for RedisStore {
             },
             || {
                 let mut key = key.borrow_mut();
-                match self.attempt(&mut key, mode, ttl)? {
+                let this_attempt = intent.replace(Intent::Wake);
+                match self.attempt(&mut key, mode, ttl, this_attempt)? {
                     Ok(()) => Ok(()),
                     Err(left) => {
                         hint.set(left);
@@ -238,7 +272,8 @@ impl Store for RedisStore {
             return Err(self.not_held(key));
         }
         key.reduce_lifetime(ttl);
-        if self.run(&PUT_OFF, key, None, Some(ttl))? != 1 {
+        let ttl_ms = ttl_millis(ttl).to_string();
+        if self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()])? != 1 {
             return Err(self.not_held(key));
         }
         self.check_not_expired(key)
@@ -249,7 +284,8 @@ impl Store for RedisStore {
         if key.is_inherited() || key.drawn_token().is_none() {
             return Ok(());
         }
-        self.run(&DELETE, key, Some(&wake_key(key.resource())), None)
+        let (wake, waiters) = (wake_key(key.resource()), waiters_key(key.resource()));
+        self.run(&DELETE, key, &[wake.as_slice(), waiters.as_slice()], &[])
             .map(|_| ())
     }
 
@@ -257,7 +293,20 @@ impl Store for RedisStore {
         if key.is_inherited() || key.drawn_token().is_none() {
             return Ok(false);
         }
-        Ok(self.run(&EXISTS, key, None, None)? == 1)
+        Ok(self.run(&EXISTS, key, &[], &[])? == 1)
+    }
+
+    /// Drawn on first request by a script that checks this key is the live writer: the acquire
+    /// itself stays four commands, and holders draw in the order they held the lock.
+    fn fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
+        if key.is_inherited() || key.drawn_token().is_none() {
+            return Ok(None);
+        }
+        if key.fence.is_none() {
+            let reply = self.run(&FENCE, key, &[fence_key(key.resource()).as_slice()], &[])?;
+            key.fence = u64::try_from(reply).ok().filter(|token| *token > 0);
+        }
+        Ok(key.fence)
     }
 
     fn expires(&self) -> bool {

@@ -34,8 +34,8 @@ impl LockScript {
     }
 }
 
-/// Exclusive lock (and promotion of a sole reader). KEYS: resource, fencing counter. ARGV: token,
-/// ttl ms. Returns the fencing token (>= 1), or 0 / minus the holder's remaining ms when held.
+/// Exclusive lock (and promotion of a sole reader). KEYS: resource, waiter mark. ARGV: token, ttl
+/// ms, "wait" for a waiter. Returns 1, or 0 / minus the holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/save.lua")));
 /// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1, or as `SAVE` when held.
@@ -44,13 +44,18 @@ pub static SAVE_READ: LazyLock<LockScript> =
 /// Extend. ARGV: token, ttl ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
-/// Release and wake one waiter. KEYS: resource, wake-up list. ARGV: token. Returns 1, or 0 when
-/// not held.
+/// Release, and wake one waiter if one marked itself. KEYS: resource, wake-up list, waiter mark.
+/// ARGV: token. Returns 1, or 0 when not held.
 pub static DELETE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/delete.lua")));
 /// Ownership check. ARGV: token. Returns 1 or 0.
 pub static EXISTS: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/exists.lua")));
+
+/// The next fencing token, for the current writer only. KEYS: resource, fencing counter. ARGV:
+/// token. Returns the token (>= 1), or 0 when not the writer.
+pub static FENCE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/fence.lua")));
 
 /// Marker that a script's error reply is about the key's type.
 pub const WRONGTYPE_MARKER: &str = "DEADBOLT_WRONGTYPE";

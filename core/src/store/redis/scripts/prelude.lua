@@ -29,12 +29,44 @@ local function expire_at_max()
     end
 end
 
+-- ARGV[3], the caller's intent: "" a plain attempt, "join" the first attempt of a wait, "wake" a
+-- waiter's attempt after it waited. A release that leaves the lock free while someone waits holds
+-- it for a moment for the waiters (the "__handoff__" member, see delete.lua): only "wake" may take
+-- it then, so a newcomer (often the releaser itself, straight back) cannot barge past them.
+local intent = ARGV[3]
+
 -- A refusal that tells the waiter how long the holder may still hold it: minus the key's
--- remaining milliseconds (at least 1), so 1 and above stay free for successes.
+-- remaining milliseconds (at least 1). A waiter also enters itself in the set of waiters KEYS[2]
+-- for a second (it tries again at least every 100 ms while it waits), so that releases wake it.
 local function held()
+    if intent == "join" or intent == "wake" then
+        redis.call("ZADD", KEYS[2], now_ms() + 1000, token)
+        redis.call("PEXPIRE", KEYS[2], 1000)
+    end
     local left = redis.call("PTTL", key)
     if left < 1 then
         left = 1
     end
     return -left
+end
+
+-- After expired members are gone: true when a hand-off is pending and this caller may not take it.
+-- A waiter ("wake") takes it over by removing the marker.
+local function handoff_refuses()
+    if not redis.call("ZSCORE", key, "__handoff__") then
+        return false
+    end
+    if intent ~= "wake" then
+        return true
+    end
+    redis.call("ZREM", key, "__handoff__")
+    return false
+end
+
+-- A waiter that got the lock leaves the set of waiters (the set disappears with its last member).
+local function taken()
+    if intent == "join" or intent == "wake" then
+        redis.call("ZREM", KEYS[2], token)
+    end
+    return 1
 end

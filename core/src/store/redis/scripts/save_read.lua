@@ -1,4 +1,5 @@
 -- Shared lock: refused only while someone else writes. A writer asking for read is demoted.
+-- Refusals mark a waiter as save.lua does.
 local kind = redis.call("TYPE", key).ok
 if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
@@ -8,13 +9,16 @@ local expiry = now + tonumber(ARGV[2])
 if kind == "none" then
     redis.call("ZADD", key, expiry, token)
     redis.call("PEXPIREAT", key, expiry)
-    return 1
+    return taken()
 end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+if handoff_refuses() then
+    return held()
+end
 if not redis.call("ZSCORE", key, token) and redis.call("ZSCORE", key, "__write__") then
     return held()
 end
 redis.call("ZADD", key, expiry, token)
 redis.call("ZREM", key, "__write__")
 expire_at_max()
-return 1
+return taken()
