@@ -75,18 +75,25 @@ impl PhpLock {
         &mut self,
         call: impl FnOnce(&mut Lock, &mut EventLog) -> Result<T, Error>,
     ) -> PhpResult<T> {
-        let mut events = EventLog::default();
+        // Without a logger nothing is recorded, and the resource is copied only when needed.
+        let mut events = EventLog::recording(self.logger.is_some());
         let result = call(&mut self.inner, &mut events);
-        let resource = self.inner.key().lock().resource().to_vec();
-        report_store_warning(self.inner.store().as_ref(), self.logger.as_ref(), &resource);
+        let key = self.inner.key().clone();
+        let resource = || key.lock().resource().to_vec();
+        report_store_warning(self.inner.store().as_ref(), self.logger.as_ref(), resource);
+        let logger = self.logger.as_ref();
         match result {
             Ok(value) => {
-                events.send(self.logger.as_ref(), &resource, None);
+                if let Some(logger) = logger {
+                    events.send(logger, &resource(), None);
+                }
                 Ok(value)
             }
             Err(err) => {
                 let object = exception_object(&err);
-                events.send(self.logger.as_ref(), &resource, object.as_ref());
+                if let Some(logger) = logger {
+                    events.send(logger, &resource(), object.as_ref());
+                }
                 Err(throwable(&err, object))
             }
         }

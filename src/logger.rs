@@ -18,11 +18,26 @@ pub struct Recorded {
 /// Collects the events of one call.
 #[derive(Debug, Default)]
 pub struct EventLog {
+    /// False when there is no logger: then nothing is kept (and nothing allocated).
+    recording: bool,
     events: Vec<Recorded>,
+}
+
+impl EventLog {
+    /// A log that keeps events only when `recording` (a logger is set).
+    pub fn recording(recording: bool) -> Self {
+        EventLog {
+            recording,
+            events: Vec::new(),
+        }
+    }
 }
 
 impl EventSink for EventLog {
     fn emit(&mut self, event: Event<'_>) {
+        if !self.recording {
+            return;
+        }
         self.events.push(Recorded {
             level: event.level.as_str(),
             message: event.message,
@@ -35,8 +50,7 @@ impl EventSink for EventLog {
 impl EventLog {
     /// Sends the events to `logger` (`$logger->log($level, $message, $context)`). Failures of the
     /// logger itself are left to PHP (an exception it throws propagates as usual).
-    pub fn send(self, logger: Option<&Zval>, resource: &[u8], exception: Option<&Zval>) {
-        let Some(logger) = logger else { return };
+    pub fn send(self, logger: &Zval, resource: &[u8], exception: Option<&Zval>) {
         for event in self.events {
             let mut context = ZendHashTable::new();
             let _ = context.insert("resource", Binary::new(resource.to_vec()));
@@ -53,7 +67,11 @@ impl EventLog {
 
 /// Passes on a warning about a store's setup (an evicting Redis), once: to PHP's error log and,
 /// when there is one, to the logger at level `warning`.
-pub fn report_store_warning(store: &dyn Store, logger: Option<&Zval>, resource: &[u8]) {
+pub fn report_store_warning(
+    store: &dyn Store,
+    logger: Option<&Zval>,
+    resource: impl FnOnce() -> Vec<u8>,
+) {
     let Some(warning) = store.take_warning() else {
         return;
     };
@@ -62,7 +80,7 @@ pub fn report_store_warning(store: &dyn Store, logger: Option<&Zval>, resource: 
     }
     if let Some(logger) = logger {
         let mut context = ZendHashTable::new();
-        let _ = context.insert("resource", Binary::new(resource.to_vec()));
+        let _ = context.insert("resource", Binary::new(resource()));
         let _ = logger.try_call_method("log", vec![&Level::Warning.as_str(), &warning, &context]);
     }
 }

@@ -59,7 +59,7 @@ impl PhpRedisStore {
     /// Runs one contract call, then passes on a setup warning the store noticed (to PHP's log).
     fn checked<T>(&self, call: impl FnOnce(Contract<'_>) -> PhpResult<T>) -> PhpResult<T> {
         let result = call(self.contract());
-        report_store_warning(self.inner.as_ref() as &dyn Store, None, b"");
+        report_store_warning(self.inner.as_ref() as &dyn Store, None, Vec::new);
         result
     }
 }

@@ -91,9 +91,9 @@ impl Timing {
     }
 }
 
+/// Per-bucket counts (not cumulative; the count is their sum) and the sum of the durations.
 struct Histogram {
     buckets: [AtomicU64; BUCKETS.len() + 1],
-    count: AtomicU64,
     sum_nanos: AtomicU64,
 }
 
@@ -101,7 +101,6 @@ impl Histogram {
     const fn new() -> Self {
         Histogram {
             buckets: [const { AtomicU64::new(0) }; BUCKETS.len() + 1],
-            count: AtomicU64::new(0),
             sum_nanos: AtomicU64::new(0),
         }
     }
@@ -114,8 +113,10 @@ static HISTOGRAMS: [Histogram; 2] = [Histogram::new(), Histogram::new()];
 static OWNER: AtomicU32 = AtomicU32::new(0);
 
 fn own() {
+    // A plain load on the hot path; the swap only runs once per process (the first count, or the
+    // first after a fork).
     let pid = current_pid();
-    if OWNER.swap(pid, Ordering::Relaxed) != pid {
+    if OWNER.load(Ordering::Relaxed) != pid && OWNER.swap(pid, Ordering::Relaxed) != pid {
         clear();
     }
 }
@@ -128,13 +129,15 @@ fn clear() {
         for bucket in &histogram.buckets {
             bucket.store(0, Ordering::Relaxed);
         }
-        histogram.count.store(0, Ordering::Relaxed);
         histogram.sum_nanos.store(0, Ordering::Relaxed);
     }
 }
 
 /// Adds `n` to `counter`.
 pub fn count(counter: Counter, n: u64) {
+    if n == 0 {
+        return;
+    }
     own();
     COUNTERS[counter as usize].fetch_add(n, Ordering::Relaxed);
 }
@@ -149,7 +152,6 @@ pub fn time(timing: Timing, duration: Duration) {
         .position(|le| secs <= *le)
         .unwrap_or(BUCKETS.len());
     histogram.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-    histogram.count.fetch_add(1, Ordering::Relaxed);
     let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
     histogram.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
 }
@@ -197,11 +199,12 @@ pub fn snapshot() -> Snapshot {
                 })
                 .collect();
             let nanos = histogram.sum_nanos.load(Ordering::Relaxed);
+            let count = running;
             (
                 *t,
                 HistogramSnapshot {
                     cumulative,
-                    count: histogram.count.load(Ordering::Relaxed),
+                    count,
                     sum_seconds: Duration::from_nanos(nanos).as_secs_f64(),
                 },
             )

@@ -8,6 +8,7 @@
 //! exclusive lock), drawn when a holder first asks for one: holders that never ask pay nothing.
 //! symfony/lock never reads the file's content, so the files stay compatible.
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -18,7 +19,7 @@ use std::time::Instant;
 use fs4::{FileExt, TryLockError};
 
 use crate::process::current_pid;
-use crate::store::flock_path::lock_file_name;
+use crate::store::flock_path::push_lock_file_name;
 use crate::store::{Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 
@@ -52,6 +53,8 @@ impl FlockHold {
 #[derive(Debug)]
 pub struct FlockStore {
     dir: PathBuf,
+    /// `dir` with a trailing `/`, to build lock file paths with few allocations.
+    dir_prefix: OsString,
     name: String,
 }
 
@@ -77,7 +80,15 @@ impl FlockStore {
             )));
         }
         let name = format!("FlockStore({})", dir.display());
-        Ok(FlockStore { dir, name })
+        let mut dir_prefix = dir.clone().into_os_string();
+        if !dir_prefix.as_encoded_bytes().ends_with(b"/") {
+            dir_prefix.push("/");
+        }
+        Ok(FlockStore {
+            dir,
+            dir_prefix,
+            name,
+        })
     }
 
     /// The directory holding the lock files.
@@ -87,7 +98,12 @@ impl FlockStore {
 
     /// Where `key`'s lock file lives.
     pub fn path_for(&self, key: &Key) -> PathBuf {
-        self.dir.join(lock_file_name(key.resource()))
+        let mut name = String::with_capacity(72);
+        push_lock_file_name(&mut name, key.resource());
+        let mut path = OsString::with_capacity(self.dir_prefix.len() + name.len());
+        path.push(&self.dir_prefix);
+        path.push(name);
+        PathBuf::from(path)
     }
 
     fn lock(&self, key: &mut Key, mode: Mode, blocking: bool) -> Result<()> {

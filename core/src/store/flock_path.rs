@@ -11,22 +11,34 @@ const HASH_CHARS: usize = 7;
 
 /// The lock file name for `resource`: any bytes in, a safe ASCII file name out.
 pub fn lock_file_name(resource: &[u8]) -> String {
+    let mut name = String::with_capacity(3 + SLUG_BYTES + 1 + HASH_CHARS + 5);
+    push_lock_file_name(&mut name, resource);
+    name
+}
+
+/// Appends the lock file name for `resource` to `out` (one allocation for a whole path).
+pub fn push_lock_file_name(out: &mut String, resource: &[u8]) {
+    out.push_str("sf.");
+    push_slug(out, resource);
+    out.push('.');
+    // 32 bytes of digest make 44 base64 characters; only the first 7 are used.
+    let mut encoded = [0u8; 44];
     let digest = Sha256::digest(resource);
-    let hash = base64::engine::general_purpose::STANDARD.encode(digest);
-    let hash: String = hash
-        .chars()
-        .take(HASH_CHARS)
-        .map(|c| if c == '/' { '_' } else { c })
-        .collect();
-    format!("sf.{}.{hash}.lock", slug(resource))
+    let written = base64::engine::general_purpose::STANDARD
+        .encode_slice(digest, &mut encoded)
+        .unwrap_or(0);
+    for &byte in encoded.iter().take(written.min(HASH_CHARS)) {
+        out.push(if byte == b'/' { '_' } else { char::from(byte) });
+    }
+    out.push_str(".lock");
 }
 
 /// Every run of bytes outside `[A-Za-z0-9._-]` becomes one `-`; the result is cut at 50 bytes.
-fn slug(resource: &[u8]) -> String {
-    let mut out = String::with_capacity(SLUG_BYTES);
+fn push_slug(out: &mut String, resource: &[u8]) {
+    let start = out.len();
     let mut in_run = false;
     for &byte in resource {
-        if out.len() == SLUG_BYTES {
+        if out.len() - start == SLUG_BYTES {
             break;
         }
         if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-') {
@@ -37,7 +49,6 @@ fn slug(resource: &[u8]) -> String {
             in_run = true;
         }
     }
-    out
 }
 
 #[cfg(test)]
