@@ -7,7 +7,7 @@ PHP       := php -d extension=$(SO)
 PHPUNIT   := /usr/bin/phpunit
 RUN_DIR   := $(CURDIR)/target/test-run
 
-.PHONY: all deps build demo test test-rust test-php lint bench install uninstall stubs clean
+.PHONY: all deps build demo test test-rust test-php test-valgrind test-soak lint bench install uninstall stubs clean
 
 all: build
 
@@ -20,8 +20,9 @@ build: deps
 demo: build
 	@bash scripts/demo.sh $(SO)
 
-## Everything CI runs: formatting, lints, the engine's tests, the PHP suites against the built .so.
-test: build lint test-rust test-php
+## Everything CI runs: formatting, lints, the engine's tests, the PHP suites against the built .so (short
+## versions of the php-fpm, worker, chaos and fuzz runs included), and a subset of them under valgrind.
+test: build lint test-rust test-php test-valgrind
 
 lint:
 	cargo fmt --all -- --check
@@ -40,6 +41,25 @@ test-php:
 	  DEADBOLT_SO=$(SO) DEADBOLT_REDIS_PORT=$$port $(PHP) $(PHPUNIT) -c phpunit.xml.dist
 
 # Benchmarks print tables (never asserted); Redis ones get their own private redis-server.
+# The PHPUnit subset of scripts/valgrind-suite.sh under valgrind: no invalid access, no definite leak in
+# the extension.
+test-valgrind:
+	bash scripts/valgrind-suite.sh
+
+## The long versions: 50k php-fpm requests, 80k worker operations, minutes of chaos, 100k fuzzed calls,
+## the whole PHPUnit suite under valgrind. A summary of what was driven goes to target/soak-report.txt.
+test-soak: build
+	@rm -f target/soak-report.txt; mkdir -p $(RUN_DIR)
+	@bash scripts/redis-stop.sh $(RUN_DIR)/redis >/dev/null 2>&1 || true
+	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/redis) && \
+	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/redis' EXIT && \
+	  for suite in tests/Runtime tests/Chaos tests/Fuzz; do \
+	    DEADBOLT_SOAK=1 DEADBOLT_REPORT=$(CURDIR)/target/soak-report.txt DEADBOLT_SO=$(SO) DEADBOLT_REDIS_PORT=$$port \
+	      $(PHP) $(PHPUNIT) -c phpunit.xml.dist $$suite || exit 1; \
+	  done
+	SOAK=1 bash scripts/valgrind-suite.sh
+	@cat target/soak-report.txt 2>/dev/null || true
+
 bench: build
 	$(PHP) bench/flock.php
 	$(PHP) bench/memory.php

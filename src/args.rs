@@ -32,7 +32,7 @@ pub fn logger(object: &mut ZendObject, function: &str) -> PhpResult<Zval> {
     if !has_log {
         return Err(type_error(format!(
             "{function}: Argument #1 ($logger) must be a PSR-3 logger (an object with a log() method), {} given",
-            object.get_class_name().unwrap_or_default()
+            class_name(object)
         )));
     }
     let mut zval = Zval::new();
@@ -66,4 +66,15 @@ pub fn wait(blocking: bool, timeout: Option<f64>) -> PhpResult<Wait> {
 /// A maximum hold in seconds for the refresher (positive, finite), if given.
 pub fn max_hold(secs: Option<f64>) -> PhpResult<Option<Duration>> {
     secs.map(|secs| ttl(secs).map(Ttl::duration)).transpose()
+}
+
+/// An object's class name for a message. Anonymous classes are named `class@anonymous` plus a NUL
+/// byte and where they were declared; PHP shows the part before the NUL, and a message cannot
+/// carry one.
+pub fn class_name(object: &ZendObject) -> String {
+    let mut name = object.get_class_name().unwrap_or_default();
+    if let Some(nul) = name.find('\0') {
+        name.truncate(nul);
+    }
+    name
 }

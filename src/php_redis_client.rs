@@ -39,7 +39,7 @@ impl PhpClientRunner {
         } else {
             return None;
         };
-        let class = object.get_class_name().unwrap_or_default();
+        let class = crate::args::class_name(object);
         let client = connection.shallow_clone();
         let endpoint = endpoint_of(&client, flavour);
         let name = match endpoint {
@@ -165,7 +165,7 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
         other => other,
     };
     if let Some(exception) = take_pending_exception() {
-        let class = exception.get_class_name().unwrap_or_default();
+        let class = crate::args::class_name(&exception);
         let message = exception
             .try_call_method("getMessage", vec![])
             .ok()

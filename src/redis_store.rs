@@ -44,7 +44,7 @@ impl PhpRedisStore {
             let Some(object) = connection.object() else {
                 return Err(not_a_client(connection.get_type().to_string()));
             };
-            let class = object.get_class_name().unwrap_or_default();
+            let class = args::class_name(object);
             Box::new(PhpClientRunner::new(connection).ok_or_else(|| not_a_client(class))?)
         };
         Ok(PhpRedisStore {

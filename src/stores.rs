@@ -188,7 +188,7 @@ pub fn engine_store_arg(object: &ZendObject, argument: &str) -> PhpResult<Rc<dyn
     engine_store(object).ok_or_else(|| {
         type_error(format!(
             "{argument} must be a Deadbolt store, {} given",
-            object.get_class_name().unwrap_or_default()
+            crate::args::class_name(object)
         ))
     })
 }

@@ -20,7 +20,9 @@ use crate::store::{poll, Extender, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 use native::NativeRunner;
 use runner::{RunError, ScriptRunner};
-use scripts::{LockScript, DELETE, EXISTS, FENCE, PUT_OFF, SAVE, SAVE_READ, WRONGTYPE_MARKER};
+use scripts::{
+    LockScript, DELETE, EXISTS, FENCE, LEAVE, PUT_OFF, SAVE, SAVE_READ, WRONGTYPE_MARKER,
+};
 
 /// Longest a waiter sleeps without a signal before it tries again: bounds the cost of a lost
 /// signal or of a holder that never sends one (symfony/lock).
@@ -237,7 +239,7 @@ impl Store for RedisStore {
         let hint = std::cell::Cell::new(None::<Duration>);
         let intent = std::cell::Cell::new(Intent::Join);
         let key = std::cell::RefCell::new(key);
-        poll(
+        let taken = poll(
             deadline,
             report,
             |max| {
@@ -264,7 +266,15 @@ impl Store for RedisStore {
                     }
                 }
             },
-        )
+        )?;
+        if !taken && intent.get() == Intent::Wake {
+            // Gave up at the deadline: leave the waiters, or the next release would hold the
+            // lock for nobody. Should this fail, the entry expires within a second anyway.
+            let key = key.borrow();
+            let waiters = waiters_key(key.resource());
+            let _ = self.run(&LEAVE, &key, &[waiters.as_slice()], &[]);
+        }
+        Ok(taken)
     }
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {

@@ -57,5 +57,9 @@ pub static EXISTS: LazyLock<LockScript> =
 pub static FENCE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/fence.lua")));
 
+/// A waiter gives up. KEYS: resource, set of waiters. ARGV: token. Returns 1.
+pub static LEAVE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/leave.lua")));
+
 /// Marker that a script's error reply is about the key's type.
 pub const WRONGTYPE_MARKER: &str = "DEADBOLT_WRONGTYPE";

@@ -1,0 +1,330 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Security;
+
+use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\PhpProcess;
+use Deadbolt\Tests\Support\RedisServer;
+
+/**
+ * The whole-process view of tests/SecretsNeverLeakTest.php: nothing a php process running Deadbolt lets out shows the
+ * Redis password or a lock token. The child runs every failure path against a password-protected server (wrong
+ * password in the DSN and through password_env, unknown user, unset password_env, server down, bad DSN options that
+ * carry the password, a \Redis object without AUTH, the eviction warning of allkeys-lru), with a PSR-3 logger writing
+ * full records (exceptions rendered with __toString(), traces included) to a file, error_log to a file with
+ * log_errors=1, display_errors=stderr, echoes every exception chain, var_dump/print_r/json_encode of its objects and
+ * phpinfo() without the environment sections, and ends with an uncaught LockAcquiringException (a PHP fatal error).
+ * Its tokens go to a side file that is not searched. stdout, stderr, the error_log file and the logger file must not
+ * contain the password (plain or percent-encoded), the wrong password, or any token.
+ */
+final class NoSecretsInOutputTest extends DeadboltTestCase
+{
+    private const PASSWORD = 'Wh0le-Pr0c3ss@pw:9/q';
+    private const WRONG_PASSWORD = 'Wr0ng-Wh0le@pw:3/z';
+    private const USER = 'locker';
+    private const PASSWORD_ENV = 'DEADBOLT_TEST_WHOLE_PROCESS_PASSWORD';
+
+    private ?RedisServer $server = null;
+
+    protected function tearDown(): void
+    {
+        $this->server?->stop();
+        $this->server = null;
+    }
+
+    /**
+     * @return iterable<string, array{'dsn'|'env'}>
+     */
+    public static function passwordSources(): iterable
+    {
+        yield 'password in the DSN' => ['dsn'];
+        yield 'password from password_env' => ['env'];
+    }
+
+    /**
+     * @dataProvider passwordSources
+     */
+    public function testNoSecretInAnyOutputOfTheProcess(string $source): void
+    {
+        $server = $this->server = RedisServer::start(['requirepass' => self::PASSWORD, 'maxmemory-policy' => 'allkeys-lru']);
+        $setUp = function () use ($server): void {
+            $admin = $server->client(self::PASSWORD);
+            $admin->rawCommand('ACL', 'SETUSER', self::USER, 'on', '>'.self::PASSWORD, '~*', '&*', '+@all');
+            $admin->hSet('typed-as-hash', 'field', 'value');
+        };
+        $setUp();
+        $dir = $this->tempDir();
+        $files = ['error_log' => $dir.'/php-error.log', 'logger' => $dir.'/logger.log', 'tokens' => $dir.'/tokens.json'];
+
+        $command = array_merge(deadbolt_php_command(), [
+            '-d', 'display_errors=stderr', '-d', 'log_errors=1', '-d', 'error_log='.$files['error_log'],
+            '-d', 'html_errors=0', '-d', 'zend.exception_ignore_args=0',
+        ]);
+        $consumed = ''; // the lines read to sync with the child: part of its stdout
+        $process = PhpProcess::start(self::CHILD, [
+            'port' => $server->port,
+            'source' => $source,
+            'user' => self::USER,
+            'password' => self::PASSWORD,
+            'wrong' => self::WRONG_PASSWORD,
+            'env' => self::PASSWORD_ENV,
+            'files' => $files,
+        ], true, $command);
+        try {
+            $consumed .= self::readUntil($process, 'stop the server');
+            $server->stop();
+            $process->writeLine('stopped');
+            $consumed .= self::readUntil($process, 'restart the server');
+            $server->restart();
+            $setUp();
+            $process->writeLine('restarted');
+            $exit = $process->waitForExit();
+        } finally {
+            $process->kill();
+            $server->stop();
+        }
+
+        $stdout = $consumed.$process->stdout();
+        $stderr = $process->stderr();
+        $outputs = [
+            'stdout' => $stdout,
+            'stderr' => $stderr,
+            'error_log file' => (string) @file_get_contents($files['error_log']),
+            'logger file' => (string) @file_get_contents($files['logger']),
+        ];
+        // The child did go through its paths (else the search proves nothing).
+        $this->assertSame(255, $exit, "the child ends with the uncaught exception (a fatal error)\nstdout tail: ".substr($stdout, -2000)."\nstderr: $stderr");
+        // PHP renders the chain innermost first: the LockStorageException, then "Next" the LockAcquiringException.
+        foreach (['error_log file' => $outputs['error_log file'], 'stderr' => $stderr] as $where => $text) {
+            $this->assertStringContainsString('Fatal error:  Uncaught Deadbolt\Exception\LockStorageException', str_replace('Fatal error: Uncaught', 'Fatal error:  Uncaught', $text), $where);
+            $this->assertStringContainsString('Next Deadbolt\Exception\LockAcquiringException', $text, $where);
+        }
+        $this->assertStringContainsString('== all paths done', $stdout);
+        $this->assertStringContainsString('phpinfo: deadbolt', $stdout, 'phpinfo() was printed, with the deadbolt section');
+        $this->assertStringContainsString('127.0.0.1:'.$server->port, $outputs['logger file'], 'the logger got the failure records');
+        $this->assertGreaterThan(30, substr_count($stdout, "\n== "), 'the child printed every path');
+        $tokens = json_decode((string) file_get_contents($files['tokens']), true, 512, JSON_THROW_ON_ERROR);
+        $this->assertGreaterThanOrEqual(6, \count($tokens));
+
+        $secrets = [
+            'the password' => self::PASSWORD,
+            'the encoded password' => rawurlencode(self::PASSWORD),
+            'the wrong password' => self::WRONG_PASSWORD,
+            'the encoded wrong password' => rawurlencode(self::WRONG_PASSWORD),
+        ];
+        foreach ($tokens as $label => $token) {
+            $secrets["token of $label"] = $token;
+        }
+        $leaks = [];
+        foreach ($outputs as $where => $text) {
+            foreach ($secrets as $name => $secret) {
+                $at = strpos($text, $secret);
+                if (false !== $at) {
+                    $leaks[] = sprintf('%s shows %s: ...%s...', $where, $name, substr($text, max(0, $at - 300), 300 + \strlen($secret) + 100));
+                }
+            }
+        }
+        $this->assertSame([], $leaks, "Secrets leaked:\n".implode("\n\n", $leaks));
+    }
+
+    /**
+     * Reads the child's lines up to $marker; returns them, the marker line included.
+     */
+    private static function readUntil(PhpProcess $process, string $marker): string
+    {
+        $lines = '';
+        do {
+            $line = $process->readLine(120.0);
+            $lines .= $line."\n";
+        } while ($line !== $marker);
+
+        return $lines;
+    }
+
+    private const CHILD = <<<'PHP'
+        use Deadbolt\Key;
+        use Deadbolt\LockFactory;
+        use Deadbolt\Store\RedisStore;
+        use Deadbolt\Store\StoreFactory;
+
+        $tokens = [];
+        $host = '127.0.0.1:'.$vars['port'];
+        $user = rawurlencode($vars['user']);
+        if ('env' === $vars['source']) {
+            putenv($vars['env'].'='.$vars['password']);
+            $dsn = "redis://$user@$host?password_env=".$vars['env'];
+            putenv($vars['env'].'_WRONG='.$vars['wrong']);
+            $wrongDsn = "redis://$user@$host?password_env=".$vars['env'].'_WRONG';
+        } else {
+            $dsn = "redis://$user:".rawurlencode($vars['password'])."@$host";
+            $wrongDsn = "redis://$user:".rawurlencode($vars['wrong'])."@$host";
+        }
+        $loggerFile = $vars['files']['logger'];
+        $logger = new class($loggerFile) {
+            public function __construct(private string $file) {}
+            public function log($level, $message, array $context = []): void
+            {
+                $text = "[$level] $message\n";
+                foreach ($context as $k => $v) {
+                    $text .= "  $k: ".($v instanceof Throwable ? (string) $v : var_export($v, true))."\n";
+                }
+                file_put_contents($this->file, $text, FILE_APPEND);
+            }
+        };
+        $show = static function (string $label, callable $operation): void {
+            echo "== $label\n";
+            try {
+                $result = $operation();
+                echo 'result: ', var_export($result, true), "\n";
+            } catch (Throwable $e) {
+                // Everything an application typically prints: the exception as a string (chain and trace).
+                echo (string) $e, "\n";
+                for ($p = $e; null !== $p; $p = $p->getPrevious()) {
+                    echo get_class($p), ': ', $p->getMessage(), "\n";
+                    error_log('caught '.get_class($p).': '.$p->getMessage());
+                }
+            }
+        };
+        $dump = static function (string $label, $value): void {
+            echo "== dump $label\n";
+            var_dump($value);
+            print_r($value);
+            echo "\n", var_export($value, true), "\n", json_encode($value), "\n";
+            debug_zval_dump($value);
+        };
+        $token = static function (string $label, Key $key) use (&$tokens, $vars): void {
+            $tokens[$label] = $key->__serialize()['token'];
+            file_put_contents($vars['files']['tokens'], json_encode($tokens));
+        };
+
+        // Working locks (the first connection also warns about allkeys-lru, to error_log and the logger).
+        $store = new RedisStore($dsn);
+        $factory = new LockFactory($store);
+        $factory->setLogger($logger);
+        $heldKey = new Key('held');
+        $held = $factory->createLockFromKey($heldKey, 30.0);
+        $show('acquire', static fn () => $held->acquire());
+        $show('refresh', static fn () => $held->refresh());
+        $readerKey = new Key('read');
+        $reader = $factory->createLockFromKey($readerKey, 30.0);
+        $show('acquireRead', static fn () => $reader->acquireRead());
+        $loserKey = new Key('held');
+        $loser = $factory->createLockFromKey($loserKey, 30.0);
+        $show('conflict', static fn () => $loser->acquire(false));
+        $show('refresh by the loser', static fn () => $loser->refresh());
+        $show('release by the loser', static fn () => $loser->release());
+        $token('held', $heldKey);
+        $token('reader', $readerKey);
+        $token('loser', $loserKey);
+        $fromFactory = StoreFactory::createStore($dsn);
+        $dump('store', $store);
+        $dump('StoreFactory store', $fromFactory);
+        $dump('factory', $factory);
+        $dump('lock', $held);
+        $dump('key', $heldKey);
+        $serialized = serialize($heldKey); // made, never printed: the token is in it
+        $show('fencing', static fn () => $held->getFencingToken());
+        $show('metrics', static fn () => Deadbolt\Metrics::prometheus());
+
+        // A key of another type.
+        $hashKey = new Key('typed-as-hash');
+        $hashLock = $factory->createLockFromKey($hashKey, 30.0);
+        $show('acquire, hash key', static fn () => $hashLock->acquire());
+        $show('save, hash key', static fn () => $store->save($hashKey));
+        $token('hash', $hashKey);
+
+        // Wrong password, unknown user, unset password_env.
+        foreach ([
+            'wrong password' => $wrongDsn,
+            'unknown user' => 'redis://nobody:'.rawurlencode($vars['password'])."@$host",
+            'unset password_env' => "redis://$user@$host?password_env=".$vars['env'].'_NEVER_SET',
+            'no credentials' => "redis://$host",
+        ] as $label => $badDsn) {
+            try {
+                $badStore = new RedisStore($badDsn);
+            } catch (Deadbolt\Exception\InvalidArgumentException $e) {
+                $show("new RedisStore, $label", static fn () => throw $e);
+                continue;
+            }
+            $badFactory = new LockFactory($badStore);
+            $badFactory->setLogger($logger);
+            $badKey = new Key("bad $label");
+            $badLock = $badFactory->createLockFromKey($badKey, 30.0);
+            $show("acquire, $label", static fn () => $badLock->acquire());
+            $show("acquireRead, $label", static fn () => $badLock->acquireRead());
+            $show("refresh, $label", static fn () => $badLock->refresh());
+            $show("isAcquired, $label", static fn () => $badLock->isAcquired());
+            $show("exists, $label", static fn () => $badStore->exists($badKey));
+            $show("release, $label", static fn () => $badLock->release());
+            $token("bad $label", $badKey);
+            $dump("store, $label", $badStore);
+        }
+
+        // A \Redis object that never authenticated.
+        $client = new Redis();
+        $client->connect('127.0.0.1', $vars['port']);
+        $clientFactory = new LockFactory(new RedisStore($client));
+        $clientFactory->setLogger($logger);
+        $clientKey = new Key('client');
+        $clientLock = $clientFactory->createLockFromKey($clientKey, 30.0);
+        $show('acquire, \Redis without AUTH', static fn () => $clientLock->acquire());
+        $token('client', $clientKey);
+
+        // Bad DSNs that carry the password.
+        $secretPart = 'env' === $vars['source'] ? "$user@$host?password_env=".$vars['env'].'&' : "$user:".rawurlencode($vars['password'])."@$host?";
+        foreach ([
+            'unknown option' => "redis://{$secretPart}bogus=1",
+            'bad timeout' => "redis://{$secretPart}timeout=soon",
+            'bad read_timeout' => "redis://{$secretPart}read_timeout=-1",
+            'bad db' => "redis://{$secretPart}db=first",
+            'ca_file without TLS' => "redis://{$secretPart}ca_file=/nonexistent.pem",
+            'missing ca_file' => "rediss://{$secretPart}ca_file=/nonexistent.pem",
+            'bad database path' => "redis://$user:".rawurlencode($vars['password'])."@$host/first",
+            'bad port' => "redis://$user:".rawurlencode($vars['password']).'@127.0.0.1:99999',
+            'other scheme' => "memcached://$user:".rawurlencode($vars['password'])."@$host",
+            'password unencoded' => "redis://$user:".$vars['password']."@$host",
+            'password as the option' => "redis://$host?password=".rawurlencode($vars['password']),
+        ] as $label => $bad) {
+            $show("new RedisStore, $label", static fn () => new RedisStore($bad));
+            $show("StoreFactory, $label", static fn () => StoreFactory::createStore($bad));
+        }
+
+        // Redis down.
+        echo "stop the server\n";
+        fgets(STDIN);
+        $downKey = new Key('down');
+        $down = $factory->createLockFromKey($downKey, 30.0);
+        $show('acquire, server down', static fn () => $down->acquire());
+        $show('acquire blocking with timeout, server down', static fn () => $down->acquire(true, 0.3));
+        $show('refresh, server down', static fn () => $held->refresh());
+        $show('isAcquired, server down', static fn () => $held->isAcquired());
+        $show('release, server down', static fn () => $reader->release());
+        $show('save, server down', static fn () => $store->save($downKey));
+        $show('delete, server down', static fn () => $store->delete($heldKey));
+        $show('fencing, server down', static fn () => $held->getFencingToken());
+        $token('down', $downKey);
+        $dump('lock, server down', $held);
+
+        echo "restart the server\n";
+        fgets(STDIN);
+        $againKey = new Key('again');
+        $again = $factory->createLockFromKey($againKey, 30.0);
+        $show('acquire after restart', static fn () => $again->acquire());
+        $token('again', $againKey);
+
+        ob_start();
+        phpinfo(INFO_ALL & ~INFO_ENVIRONMENT & ~INFO_VARIABLES);
+        $info = (string) ob_get_clean();
+        echo "== phpinfo\n", $info, "\n";
+        echo str_contains($info, 'deadbolt') ? "phpinfo: deadbolt\n" : "phpinfo: no deadbolt section\n";
+        echo "== all paths done\n";
+
+        // Uncaught: the fatal error goes to stderr (display_errors) and to the error_log file (log_errors), with the
+        // trace. The locks still held are released (or fail to) at shutdown.
+        $wrongLock = (new LockFactory(new RedisStore($wrongDsn)))->createLockFromKey($lastKey = new Key('uncaught'), 30.0);
+        $token('uncaught', $lastKey);
+        $wrongLock->acquire();
+        PHP;
+}

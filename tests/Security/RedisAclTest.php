@@ -1,0 +1,274 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Security;
+
+use Deadbolt\Exception\LockAcquiringException;
+use Deadbolt\Exception\LockStorageException;
+use Deadbolt\Key;
+use Deadbolt\LockFactory;
+use Deadbolt\Store\RedisStore;
+use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\PhpProcess;
+use Deadbolt\Tests\Support\RedisServer;
+
+/**
+ * Deadbolt works for a Redis ACL user that has only the commands it needs, on the lock keys and the deadbolt:*
+ * companions only.
+ *
+ * The minimal set was found by removing one command at a time from a working set and watching ACL LOG: the
+ * connection sends AUTH (always allowed) and CONFIG GET maxmemory-policy (refused here: no eviction warning, no
+ * error); the top-level commands are SCRIPT LOAD, EVALSHA (EVAL as the fallback of a PHP client on NOSCRIPT) and
+ * BLPOP (wake-ups of blocking waits); the scripts run, under the user's own rights, EXISTS INCR LPUSH LTRIM PEXPIRE
+ * PEXPIREAT PTTL TIME TYPE ZADD ZCARD ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE. No PING, HELLO, CLIENT or SELECT.
+ *
+ * The server has maxmemory-policy allkeys-lru: were CONFIG GET allowed, Deadbolt would warn; refused, it must not.
+ */
+final class RedisAclTest extends DeadboltTestCase
+{
+    private const ADMIN_PASSWORD = 'Adm1n-acl-pw';
+    private const USER = 'locker';
+    private const PASSWORD = 'L0cker-acl-pw-9Qz';
+
+    /** The ACL rules of the user, besides its password. */
+    public const RULES = [
+        'resetkeys', '~app:*', '~deadbolt:*', 'resetchannels', '-@all',
+        '+script|load', '+evalsha', '+eval', '+blpop',
+        '+exists', '+incr', '+lpush', '+ltrim', '+pexpire', '+pexpireat', '+pttl', '+time', '+type',
+        '+zadd', '+zcard', '+zrem', '+zremrangebyscore', '+zrevrange', '+zscore',
+    ];
+
+    private ?RedisServer $server = null;
+
+    private ?\Redis $admin = null;
+
+    protected function setUp(): void
+    {
+        $this->server = RedisServer::start(['requirepass' => self::ADMIN_PASSWORD, 'maxmemory-policy' => 'allkeys-lru']);
+        $this->admin = $this->server->client(self::ADMIN_PASSWORD);
+        $this->admin->rawCommand('ACL', 'SETUSER', self::USER, 'reset', 'on', '>'.self::PASSWORD, ...self::RULES);
+        $this->admin->rawCommand('ACL', 'LOG', 'RESET');
+    }
+
+    protected function tearDown(): void
+    {
+        $this->admin = null;
+        $this->server?->stop();
+        $this->server = null;
+    }
+
+    private function dsn(): string
+    {
+        return $this->server->dsn('', self::USER.':'.self::PASSWORD);
+    }
+
+    public function testEveryLockOperationWorksWithTheMinimalCommandSet(): void
+    {
+        $errorLog = $this->tempDir().'/error.log';
+        $previousLog = ini_set('error_log', $errorLog);
+        $logger = new class() {
+            /** @var list<array{string, string}> */
+            public array $records = [];
+
+            public function log($level, $message, array $context = []): void
+            {
+                $this->records[] = [(string) $level, (string) $message];
+            }
+        };
+        try {
+            $store = new RedisStore($this->dsn());
+            $factory = new LockFactory($store);
+            $factory->setLogger($logger);
+
+            $lock = $factory->createLock('app:report', 30.0);
+            $this->assertTrue($lock->acquire());
+            $this->assertTrue($lock->isAcquired());
+            $fence = $lock->getFencingToken();
+            $this->assertIsInt($fence);
+            $lock->refresh(20.0);
+            $this->assertLessThanOrEqual(20.0, $lock->getRemainingLifetime());
+            $other = $factory->createLock('app:report', 30.0);
+            $this->assertFalse($other->acquire(false), 'a second owner is refused');
+            $lock->release();
+            $this->assertFalse($lock->isAcquired());
+            $this->assertTrue($other->acquire(false));
+            $this->assertGreaterThan($fence, $other->getFencingToken(), 'fencing tokens increase');
+            $other->release();
+
+            // A wait with a deadline (waiter registration under deadbolt:waiters:{...}, BLPOP) runs out while held.
+            // (Separate resource: a waiter that gave up stays registered ~1 s and makes the next release reserve a
+            // hand-off, which refuses an immediate non-blocking acquire by anyone; reported separately, not ACL.)
+            $held = $factory->createLock('app:deadline', 30.0);
+            $this->assertTrue($held->acquire());
+            $this->assertFalse($factory->createLock('app:deadline', 30.0)->acquire(false, 0.2));
+            $held->release();
+
+            // Shared locks: two readers, then a writer is refused, then promotion.
+            $reader1 = $factory->createLock('app:shared', 30.0);
+            $reader2 = $factory->createLock('app:shared', 30.0);
+            $this->assertTrue($reader1->acquireRead());
+            $this->assertTrue($reader2->acquireRead());
+            $this->assertNull($reader1->getFencingToken());
+            $reader1->refresh();
+            $writer = $factory->createLock('app:shared', 30.0);
+            $this->assertFalse($writer->acquire(false));
+            $reader2->release();
+            $this->assertTrue($reader1->acquire(false), 'the last reader promotes itself');
+            $reader1->release();
+
+            // Store methods directly.
+            $key = new Key('app:direct');
+            $store->save($key);
+            $this->assertTrue($store->exists($key));
+            $store->putOffExpiration($key, 5.0);
+            $store->delete($key);
+            $this->assertFalse($store->exists($key));
+            $store->saveRead($key);
+            $store->waitAndSave($key);
+            $store->delete($key);
+
+            // A blocking wait woken by another process's release (BLPOP on deadbolt:wake:{...}).
+            $holder = $this->spawn(<<<'PHP'
+                $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('app:wait', 30.0);
+                $lock->acquire() || exit(3);
+                echo "held\n";
+                fgets(STDIN);
+                $lock->release();
+                echo "released\n";
+                PHP, ['dsn' => $this->dsn()]);
+            $this->assertSame('held', $holder->readLine(), $holder->stderr());
+            $waiter = $factory->createLock('app:wait', 30.0);
+            $this->assertFalse($waiter->acquire(false));
+            $holder->writeLine('go');
+            $this->assertTrue($waiter->acquire(true), 'the blocking wait gets the lock once the holder releases it');
+            $this->assertSame('released', $holder->readLine());
+            $this->assertSame(0, $holder->waitForExit(), $holder->stderr());
+            $this->assertIsInt($waiter->getFencingToken());
+            $waiter->release();
+        } finally {
+            ini_set('error_log', false === $previousLog ? '' : $previousLog);
+        }
+
+        $this->assertSame('', (string) @file_get_contents($errorLog), 'no eviction warning (CONFIG GET is refused) and no error in error_log');
+        $this->assertSame([], array_values(array_filter($logger->records, static fn (array $r): bool => \in_array($r[0], ['warning', 'error', 'critical', 'alert', 'emergency'], true))), 'no warning or error record');
+        $this->assertSame(['config|get'], $this->deniedObjects(), 'the only command the user is refused is CONFIG GET');
+    }
+
+    public function testAKeyOutsideTheAllowedPatternsFailsWithoutShowingThePassword(): void
+    {
+        $store = new RedisStore($this->dsn());
+        $lock = (new LockFactory($store))->createLock('other:report', 30.0);
+        try {
+            $lock->acquire();
+            $this->fail('acquire() on a key outside ~app:* ~deadbolt:* succeeded');
+        } catch (LockAcquiringException $e) {
+            $previous = $e->getPrevious();
+            $this->assertInstanceOf(LockStorageException::class, $previous);
+            $this->assertNoPasswordAndNamesTheServer($e);
+        }
+        $key = new Key('other:report');
+        $key->__serialize(); // draws a token: exists() now has to ask Redis
+        try {
+            $store->exists($key);
+            $this->fail('exists() on a key outside the patterns succeeded');
+        } catch (LockStorageException $e) {
+            $this->assertNoPasswordAndNamesTheServer($e);
+        }
+        // The same store still works on the allowed keys.
+        $allowed = (new LockFactory($store))->createLock('app:report', 30.0);
+        $this->assertTrue($allowed->acquire());
+        $allowed->release();
+        $this->assertContains('other:report', $this->deniedObjects());
+    }
+
+    public function testTheSameThroughARedisObjectAuthenticatedAsTheUser(): void
+    {
+        // No script cached on the server: the client object must load or EVAL them itself.
+        $this->admin->rawCommand('SCRIPT', 'FLUSH');
+        $redis = new \Redis();
+        $redis->connect('127.0.0.1', $this->server->port, 5.0);
+        $this->assertTrue($redis->auth([self::USER, self::PASSWORD]));
+        $store = new RedisStore($redis);
+        $factory = new LockFactory($store);
+
+        $lock = $factory->createLock('app:client', 30.0);
+        $this->assertTrue($lock->acquire());
+        $fence = $lock->getFencingToken();
+        $this->assertIsInt($fence);
+        $lock->refresh(10.0);
+        $this->assertTrue($lock->isAcquired());
+        $second = $factory->createLock('app:client', 30.0);
+        $this->assertFalse($second->acquire(false));
+        $lock->release();
+        $this->assertTrue($second->acquire(false));
+        $this->assertGreaterThan($fence, $second->getFencingToken());
+        $second->release();
+
+        $reader1 = $factory->createLock('app:client-shared', 30.0);
+        $reader2 = $factory->createLock('app:client-shared', 30.0);
+        $this->assertTrue($reader1->acquireRead());
+        $this->assertTrue($reader2->acquireRead());
+        $reader1->release();
+        $reader2->release();
+
+        // A blocking wait through the client object (polling) ends when another process releases.
+        $holder = $this->spawn(<<<'PHP'
+            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('app:client-wait', 30.0);
+            $lock->acquire() || exit(3);
+            echo "held\n";
+            fgets(STDIN);
+            $lock->release();
+            echo "released\n";
+            PHP, ['dsn' => $this->dsn()]);
+        $this->assertSame('held', $holder->readLine(), $holder->stderr());
+        $waiter = $factory->createLock('app:client-wait', 30.0);
+        $holder->writeLine('go');
+        $this->assertTrue($waiter->acquire(true));
+        $this->assertSame(0, $holder->waitForExit(), $holder->stderr());
+        $waiter->release();
+
+        $outside = $factory->createLock('other:client', 30.0);
+        try {
+            $outside->acquire();
+            $this->fail('acquire() on a key outside the patterns succeeded through \Redis');
+        } catch (LockAcquiringException $e) {
+            $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+            $this->assertNoPasswordAndNamesTheServer($e);
+        }
+        $denied = $this->deniedObjects();
+        $this->assertSame([], array_values(array_diff($denied, ['config|get', 'other:client'])), 'only the outside key (and CONFIG GET) were refused');
+    }
+
+    private function assertNoPasswordAndNamesTheServer(\Throwable $e): void
+    {
+        $text = '';
+        for ($t = $e; null !== $t; $t = $t->getPrevious()) {
+            $text .= \get_class($t).': '.$t->getMessage()."\n";
+        }
+        $this->assertStringContainsString('127.0.0.1:'.$this->server->port, $text);
+        $this->assertStringNotContainsString(self::PASSWORD, $text);
+        $this->assertStringNotContainsString(rawurlencode(self::PASSWORD), $text);
+        $this->assertStringNotContainsString(self::ADMIN_PASSWORD, $text);
+    }
+
+    /**
+     * @return list<string> the distinct "object" fields of ACL LOG (refused commands and keys), sorted
+     */
+    private function deniedObjects(): array
+    {
+        $objects = [];
+        foreach ((array) $this->admin->rawCommand('ACL', 'LOG') as $entry) {
+            $entry = (array) $entry;
+            for ($i = 0; $i + 1 < \count($entry); $i += 2) {
+                if ('object' === $entry[$i]) {
+                    $objects[(string) $entry[$i + 1]] = true;
+                }
+            }
+        }
+        $objects = array_keys($objects);
+        sort($objects);
+
+        return $objects;
+    }
+}
