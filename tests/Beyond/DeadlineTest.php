@@ -28,6 +28,7 @@ final class DeadlineTest extends BeyondTestCase
 
     /**
      * @dataProvider allKinds
+     * @group not-under-valgrind CPU time measured under valgrind says nothing about spinning
      */
     public function testATimedWaitOnAHeldLockEndsInFalseNotBeforeItsDeadlineAndWithoutSpinning(string $kind): void
     {

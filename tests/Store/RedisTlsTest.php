@@ -72,7 +72,7 @@ final class RedisTlsTest extends DeadboltTestCase
 
     public function testTheHostNameLocalhostMatchesTheCertificateToo(): void
     {
-        $lock = (new LockFactory(new RedisStore("rediss://localhost:{$this->tlsPort}?ca_file={$this->certs}/ca.crt")))->createLock(uniqid(__METHOD__, true), 30.0);
+        $lock = (new LockFactory(new RedisStore("rediss://localhost:{$this->tlsPort}?timeout=10&ca_file={$this->certs}/ca.crt")))->createLock(uniqid(__METHOD__, true), 30.0);
 
         $this->assertTrue($lock->acquire());
         $lock->release();
@@ -137,7 +137,8 @@ final class RedisTlsTest extends DeadboltTestCase
 
     private function dsn(?string $ca): string
     {
-        return "rediss://127.0.0.1:{$this->tlsPort}".(null !== $ca ? "?ca_file={$this->certs}/$ca.crt" : '');
+        // A generous connect timeout: a TLS handshake under valgrind takes seconds.
+        return "rediss://127.0.0.1:{$this->tlsPort}?timeout=10".(null !== $ca ? "&ca_file={$this->certs}/$ca.crt" : '');
     }
 
     private function startServer(string $certificate): void
