@@ -19,7 +19,9 @@ final class MemoryTest extends DeadboltTestCase
     private const RSS_BOUND_KB = 4 * 1024;
 
     /**
-     * @group not-under-valgrind valgrind's shadow memory grows the RSS on its own
+     * Not under valgrind: valgrind's shadow memory grows the RSS on its own.
+     *
+     * @group not-under-valgrind
      */
     public function testAcquireReleaseCyclesDoNotLeak(): void
     {

@@ -27,8 +27,10 @@ final class DeadlineTest extends BeyondTestCase
     private const CONFLICT = 'Failed to acquire the "{resource}" lock. Someone else already acquired the lock.';
 
     /**
+     * Not under valgrind: CPU time measured under valgrind says nothing about spinning.
+     *
      * @dataProvider allKinds
-     * @group not-under-valgrind CPU time measured under valgrind says nothing about spinning
+     * @group not-under-valgrind
      */
     public function testATimedWaitOnAHeldLockEndsInFalseNotBeforeItsDeadlineAndWithoutSpinning(string $kind): void
     {

@@ -47,8 +47,10 @@ final class ExitReleaseTest extends DeadboltTestCase
     }
 
     /**
+     * Not under valgrind: with USE_ZEND_ALLOC=0 memory_limit is not enforced, so no memory-exhaustion fatal.
+     *
      * @dataProvider endings
-     * @group not-under-valgrind with USE_ZEND_ALLOC=0 memory_limit is not enforced, so no memory-exhaustion fatal
+     * @group not-under-valgrind
      */
     public function testTheLockIsFreeAfterTheProcessEnds(string $ending, int $exitCode): void
     {
