@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use deadbolt_core::store::redis::runner::ScriptRunner;
-use deadbolt_core::{RedisStore, Store};
+use deadbolt_core::RedisStore;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::Zval;
@@ -14,9 +14,8 @@ use ext_php_rs::types::Zval;
 use crate::args;
 use crate::error_map::{to_php, type_error};
 use crate::key::PhpKey;
-use crate::logger::report_store_warning;
 use crate::php_redis_client::PhpClientRunner;
-use crate::stores::Contract;
+use crate::stores::{store_class_methods, Contract};
 
 #[php_class]
 #[php(name = "Deadbolt\\Store\\RedisStore")]
@@ -51,53 +50,13 @@ impl PhpRedisStore {
             inner: Rc::new(RedisStore::new(runner, initial_ttl)),
         })
     }
-
-    fn contract(&self) -> Contract<'_> {
-        Contract(self.inner.as_ref())
-    }
-
-    /// Runs one contract call, then passes on a setup warning the store noticed (to PHP's log).
-    fn checked<T>(&self, call: impl FnOnce(Contract<'_>) -> PhpResult<T>) -> PhpResult<T> {
-        let result = call(self.contract());
-        report_store_warning(self.inner.as_ref() as &dyn Store, None, Vec::new);
-        result
-    }
 }
 
-#[php_impl]
-impl PhpRedisStore {
+store_class_methods!(PhpRedisStore {
     /// `$connection`: `redis://…`, `rediss://…`, `redis:///path.sock` (see the DSN options in the
     /// stub), or a connected `\Redis`, `\RedisCluster`, `\Predis\ClientInterface`.
     #[php(defaults(initialTtl = 300.0))]
     pub fn __construct(connection: &Zval, initialTtl: f64) -> PhpResult<Self> {
         Self::connect(connection, initialTtl)
     }
-
-    pub fn save(&self, key: &PhpKey) -> PhpResult<()> {
-        self.checked(|c| c.save(key))
-    }
-
-    pub fn save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        self.checked(|c| c.save_read(key))
-    }
-
-    pub fn wait_and_save(&self, key: &PhpKey) -> PhpResult<()> {
-        self.checked(|c| c.wait_and_save(key))
-    }
-
-    pub fn wait_and_save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        self.checked(|c| c.wait_and_save_read(key))
-    }
-
-    pub fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {
-        self.checked(|c| c.put_off_expiration(key, ttl))
-    }
-
-    pub fn delete(&self, key: &PhpKey) -> PhpResult<()> {
-        self.checked(|c| c.delete(key))
-    }
-
-    pub fn exists(&self, key: &PhpKey) -> PhpResult<bool> {
-        self.checked(|c| c.exists(key))
-    }
-}
+});

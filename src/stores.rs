@@ -15,6 +15,7 @@ use ext_php_rs::types::{ZendClassObject, ZendObject};
 use crate::args;
 use crate::error_map::{invalid_argument, to_php, type_error};
 use crate::key::PhpKey;
+use crate::logger::report_store_warning;
 use crate::redis_store::PhpRedisStore;
 
 /// The store contract on any engine store, shared by every PHP store class.
@@ -68,6 +69,60 @@ impl Contract<'_> {
     }
 }
 
+impl Contract<'_> {
+    /// Runs one contract call on `store`, then passes on a setup warning the store noticed (an
+    /// evicting Redis) to PHP's error log.
+    pub(crate) fn checked<T>(
+        store: &dyn Store,
+        call: impl FnOnce(Contract<'_>) -> PhpResult<T>,
+    ) -> PhpResult<T> {
+        let result = call(Contract(store));
+        report_store_warning(store, None, Vec::new);
+        result
+    }
+}
+
+/// The PHP methods of a store class: its constructor as given, then the seven methods of the store
+/// contract, each a call into [`Contract`] on the class's `inner` store. ext-php-rs takes one
+/// `#[php_impl]` block per class, so the contract is stamped here rather than written per class.
+macro_rules! store_class_methods {
+    ($class:ident { $($constructor:tt)* }) => {
+        #[php_impl]
+        impl $class {
+            $($constructor)*
+
+            pub fn save(&self, key: &PhpKey) -> PhpResult<()> {
+                Contract::checked(self.inner.as_ref(), |c| c.save(key))
+            }
+
+            pub fn save_read(&self, key: &PhpKey) -> PhpResult<()> {
+                Contract::checked(self.inner.as_ref(), |c| c.save_read(key))
+            }
+
+            pub fn wait_and_save(&self, key: &PhpKey) -> PhpResult<()> {
+                Contract::checked(self.inner.as_ref(), |c| c.wait_and_save(key))
+            }
+
+            pub fn wait_and_save_read(&self, key: &PhpKey) -> PhpResult<()> {
+                Contract::checked(self.inner.as_ref(), |c| c.wait_and_save_read(key))
+            }
+
+            pub fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {
+                Contract::checked(self.inner.as_ref(), |c| c.put_off_expiration(key, ttl))
+            }
+
+            pub fn delete(&self, key: &PhpKey) -> PhpResult<()> {
+                Contract::checked(self.inner.as_ref(), |c| c.delete(key))
+            }
+
+            pub fn exists(&self, key: &PhpKey) -> PhpResult<bool> {
+                Contract::checked(self.inner.as_ref(), |c| c.exists(key))
+            }
+        }
+    };
+}
+pub(crate) use store_class_methods;
+
 #[php_class]
 #[php(name = "Deadbolt\\Store\\FlockStore")]
 #[php(flags = ClassFlags::Final)]
@@ -85,8 +140,7 @@ impl PhpFlockStore {
     }
 }
 
-#[php_impl]
-impl PhpFlockStore {
+store_class_methods!(PhpFlockStore {
     #[php(defaults(lockPath = None))]
     pub fn __construct(lockPath: Option<String>) -> PhpResult<Self> {
         let dir = match lockPath {
@@ -95,35 +149,7 @@ impl PhpFlockStore {
         };
         Self::open(dir)
     }
-
-    pub fn save(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).save(key)
-    }
-
-    pub fn save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).save_read(key)
-    }
-
-    pub fn wait_and_save(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).wait_and_save(key)
-    }
-
-    pub fn wait_and_save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).wait_and_save_read(key)
-    }
-
-    pub fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).put_off_expiration(key, ttl)
-    }
-
-    pub fn delete(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).delete(key)
-    }
-
-    pub fn exists(&self, key: &PhpKey) -> PhpResult<bool> {
-        Contract(self.inner.as_ref()).exists(key)
-    }
-}
+});
 
 #[php_class]
 #[php(name = "Deadbolt\\Store\\InMemoryStore")]
@@ -132,42 +158,13 @@ pub struct PhpInMemoryStore {
     inner: Rc<InMemoryStore>,
 }
 
-#[php_impl]
-impl PhpInMemoryStore {
+store_class_methods!(PhpInMemoryStore {
     pub fn __construct() -> Self {
         PhpInMemoryStore {
             inner: Rc::new(InMemoryStore::new()),
         }
     }
-
-    pub fn save(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).save(key)
-    }
-
-    pub fn save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).save_read(key)
-    }
-
-    pub fn wait_and_save(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).wait_and_save(key)
-    }
-
-    pub fn wait_and_save_read(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).wait_and_save_read(key)
-    }
-
-    pub fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).put_off_expiration(key, ttl)
-    }
-
-    pub fn delete(&self, key: &PhpKey) -> PhpResult<()> {
-        Contract(self.inner.as_ref()).delete(key)
-    }
-
-    pub fn exists(&self, key: &PhpKey) -> PhpResult<bool> {
-        Contract(self.inner.as_ref()).exists(key)
-    }
-}
+});
 
 /// The engine store behind a PHP store object, or `None` when the object is not a Deadbolt store.
 pub fn engine_store(object: &ZendObject) -> Option<Rc<dyn Store>> {
