@@ -80,7 +80,7 @@ final class Lock
      * Acquires the lock for writing (exclusive).
      *
      * With a timeout the call waits at most that long (monotonic clock), then returns false: a deadline symfony/lock
-     * does not have. Waiting costs no CPU: flock blocks in the kernel, and a Redis waiter (DSN store) is woken by the
+     * does not have. Waiting costs no CPU: flock blocks in the kernel (with a timeout it retries after 1 to 25 ms sleeps), and a Redis waiter (DSN store) is woken by the
      * holder's release at once, or retries when the holder's TTL runs out and at least every 100 ms.
      *
      * ```php

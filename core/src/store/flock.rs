@@ -13,8 +13,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fs4::{FileExt, TryLockError};
 
@@ -25,6 +24,9 @@ use crate::{Error, Key, Result, Ttl};
 
 /// Mode of a lock file: any user who can reach the directory may lock it (symfony/lock does the same).
 const LOCK_FILE_MODE: u32 = 0o666;
+/// Sleeps of a wait with a deadline between non-blocking attempts: 1 ms, doubling up to 25 ms.
+const WAIT_BACKOFF_START: Duration = Duration::from_millis(1);
+const WAIT_BACKOFF_MAX: Duration = Duration::from_millis(25);
 /// Longest fencing counter read back from a lock file (a u64 in decimal).
 const FENCE_DIGITS: u64 = 20;
 
@@ -140,50 +142,32 @@ impl FlockStore {
         });
     }
 
-    /// Waits for the lock until `deadline` without spinning: a helper thread blocks in flock(2)
-    /// on its own open file description and hands it over when it gets the lock. When the deadline
-    /// comes first, the thread is left to finish; whenever it gets the lock later, it finds nobody
-    /// to hand it to and unlocks at once (explicitly, so that no descriptor a fork copied keeps it).
-    fn lock_until(&self, key: &mut Key, mode: Mode, deadline: Instant) -> Result<bool> {
-        match self.lock(key, mode, false) {
-            Ok(()) => return Ok(true),
-            Err(e) if e.is_conflict() => {}
-            Err(e) => return Err(e),
-        }
-        let file = self.open(key)?;
-        let (sender, receiver) = mpsc::channel::<io::Result<File>>();
-        let waiter = std::thread::Builder::new()
-            .name("deadbolt-flock-wait".into())
-            .spawn(move || {
-                let outcome = flock(&file, mode, true)
-                    .map(|()| file)
-                    .map_err(io::Error::from);
-                if let Err(mpsc::SendError(Ok(file))) = sender.send(outcome) {
-                    let _ = FileExt::unlock(&file);
-                }
-            });
-        if let Err(e) = waiter {
-            return Err(self.io_error("wait for", key, e));
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left) {
-            Ok(Ok(file)) => {
-                self.hold(key, file, mode);
-                Ok(true)
+    /// Waits for the lock until `deadline`. A flock(2) that blocks cannot be cancelled when the
+    /// deadline comes (a thread left blocked in it would take the lock later, for nobody, racing
+    /// the next acquire), so a wait with a deadline retries without blocking, sleeping 1 ms at
+    /// first and doubling up to 25 ms: no spinning, and at most 25 ms late after a release.
+    /// Waits without a deadline block in the kernel.
+    fn lock_until(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        deadline: Instant,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
+        let mut pause = WAIT_BACKOFF_START;
+        loop {
+            match self.lock(key, mode, false) {
+                Ok(()) => return Ok(true),
+                Err(e) if e.is_conflict() => {}
+                Err(e) => return Err(e),
             }
-            Ok(Err(e)) => Err(self.io_error("lock", key, e)),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                // The lock may have arrived in the instant after the timeout: give it back.
-                if let Ok(Ok(file)) = receiver.try_recv() {
-                    let _ = FileExt::unlock(&file);
-                }
-                Ok(false)
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(self.io_error(
-                "wait for",
-                key,
-                io::Error::other("the waiting thread ended without an answer"),
-            )),
+            std::thread::sleep(pause.min(left));
+            report.polls += 1;
+            pause = (pause * 2).min(WAIT_BACKOFF_MAX);
         }
     }
 
@@ -300,11 +284,11 @@ impl Store for FlockStore {
         mode: Mode,
         _ttl: Option<Ttl>,
         deadline: Option<Instant>,
-        _report: &mut WaitReport,
+        report: &mut WaitReport,
     ) -> Result<bool> {
         match deadline {
             None => self.lock(key, mode, true).map(|()| true),
-            Some(deadline) => self.lock_until(key, mode, deadline),
+            Some(deadline) => self.lock_until(key, mode, deadline, report),
         }
     }
 
