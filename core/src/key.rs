@@ -79,11 +79,6 @@ impl Key {
         self.token.get()
     }
 
-    /// The key's lifetime.
-    pub fn lifetime(&self) -> &Lifetime {
-        &self.lifetime
-    }
-
     /// Moves the expiry to `now + ttl` unless already sooner.
     pub fn reduce_lifetime(&mut self, ttl: Ttl) {
         self.lifetime.reduce(ttl);

@@ -1,7 +1,7 @@
 //! A key's expiry, on the monotonic clock: wall-clock jumps (NTP, a VM resumed) never make a lock
 //! look longer- or shorter-lived than it is.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::Ttl;
 
@@ -51,17 +51,12 @@ impl Lifetime {
     pub fn is_expired(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= Instant::now())
     }
-
-    /// The time left, zero once expired; `None` when the key does not expire.
-    pub fn remaining(&self) -> Option<Duration> {
-        self.expires_at
-            .map(|at| at.saturating_duration_since(Instant::now()))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn ttl(secs: f64) -> Ttl {
         Ttl::from_secs(secs).unwrap()

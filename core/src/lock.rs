@@ -179,7 +179,7 @@ impl Lock {
             sink.emit(Event::new(Level::Debug, acquired_message));
             match self.ttl {
                 // Saved with the TTL already: report it as symfony/lock's refresh would.
-                Some(ttl) if ttl_applied(&*store, ttl) => sink.emit(refreshed(ttl)),
+                Some(ttl) if store.expires() => sink.emit(refreshed(ttl)),
                 Some(ttl) => self.refresh_key(&mut key, ttl, sink)?,
                 None => {}
             }
@@ -455,11 +455,6 @@ impl Drop for Lock {
         }
         self.ticket = None;
     }
-}
-
-/// Whether `save` already applied the lock's TTL (stores whose locks expire take it there).
-fn ttl_applied(store: &dyn Store, _ttl: Ttl) -> bool {
-    store.expires()
 }
 
 /// The log event of a successful extension, symfony/lock's "Expiration defined" message.

@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fs4::{FileExt, TryLockError};
@@ -54,7 +54,6 @@ impl FlockHold {
 /// flock(2)-based store for one host.
 #[derive(Debug)]
 pub struct FlockStore {
-    dir: PathBuf,
     /// `dir` with a trailing `/`, to build lock file paths with few allocations.
     dir_prefix: OsString,
     name: String,
@@ -82,20 +81,11 @@ impl FlockStore {
             )));
         }
         let name = format!("FlockStore({})", dir.display());
-        let mut dir_prefix = dir.clone().into_os_string();
+        let mut dir_prefix = dir.into_os_string();
         if !dir_prefix.as_encoded_bytes().ends_with(b"/") {
             dir_prefix.push("/");
         }
-        Ok(FlockStore {
-            dir,
-            dir_prefix,
-            name,
-        })
-    }
-
-    /// The directory holding the lock files.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+        Ok(FlockStore { dir_prefix, name })
     }
 
     /// Where `key`'s lock file lives.
