@@ -4,9 +4,7 @@ declare(strict_types=1);
 
 namespace Deadbolt\Tests\Process;
 
-use Deadbolt\LockFactory;
 use Deadbolt\Store\FlockStore;
-use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 
 /**
@@ -14,77 +12,23 @@ use Deadbolt\Tests\Support\DeadboltTestCase;
  */
 final class LockedCounterTest extends DeadboltTestCase
 {
+    use CountsUnderALock;
+
     private const PROCESSES = 4;
     private const INCREMENTS = 200;
 
     public function testForkedProcessesNeverLoseAnIncrementMadeUnderTheLock(): void
     {
         $dir = $this->tempDir();
-        $counter = $dir.'/counter';
-        file_put_contents($counter, '0');
-        $resource = uniqid(__METHOD__, true);
+        $count = $this->countInForks(static fn () => new FlockStore($dir), uniqid(__METHOD__, true), self::PROCESSES, self::INCREMENTS);
 
-        $children = [];
-        for ($i = 0; $i < self::PROCESSES; ++$i) {
-            $children[] = $this->fork(static function (Channel $parent) use ($dir, $counter, $resource): void {
-                $lock = (new LockFactory(new FlockStore($dir)))->createLock($resource, 30.0);
-                $parent->send('ready');
-                $parent->receive();
-                for ($n = 0; $n < self::INCREMENTS; ++$n) {
-                    if (!$lock->acquire(true)) {
-                        throw new \RuntimeException('a blocking acquire returned false');
-                    }
-                    // Read-modify-write through separate opens: without the lock, updates get lost.
-                    $value = (int) file_get_contents($counter);
-                    file_put_contents($counter, (string) ($value + 1));
-                    $lock->release();
-                }
-            });
-        }
-        foreach ($children as $child) {
-            $this->assertSame('ready', $child->receive());
-        }
-        foreach ($children as $child) {
-            $child->send('go');
-        }
-        foreach ($children as $child) {
-            $child->wait(300.0);
-        }
-
-        $this->assertSame((string) (self::PROCESSES * self::INCREMENTS), file_get_contents($counter));
+        $this->assertSame((string) (self::PROCESSES * self::INCREMENTS), $count);
     }
 
     public function testFreshPhpProcessesNeverLoseAnIncrementMadeUnderTheLock(): void
     {
-        $dir = $this->tempDir();
-        $counter = $dir.'/counter';
-        file_put_contents($counter, '0');
-        $vars = ['dir' => $dir, 'counter' => $counter, 'resource' => uniqid(__METHOD__, true), 'increments' => 100];
+        $count = $this->countInFreshProcesses('new Deadbolt\Store\FlockStore($vars[\'dir\'])', ['dir' => $this->tempDir()], uniqid(__METHOD__, true), 3, 100);
 
-        $processes = [];
-        for ($i = 0; $i < 3; ++$i) {
-            $processes[] = $this->spawn(<<<'PHP'
-                $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore($vars['dir'])))->createLock($vars['resource']);
-                echo "ready\n";
-                fgets(STDIN);
-                for ($n = 0; $n < $vars['increments']; ++$n) {
-                    $lock->acquire(true);
-                    $value = (int) file_get_contents($vars['counter']);
-                    file_put_contents($vars['counter'], (string) ($value + 1));
-                    $lock->release();
-                }
-                PHP, $vars);
-        }
-        foreach ($processes as $process) {
-            $this->assertSame('ready', $process->readLine());
-        }
-        foreach ($processes as $process) {
-            $process->closeStdin();
-        }
-        foreach ($processes as $process) {
-            $this->assertSame(0, $process->waitForExit(), $process->stderr());
-        }
-
-        $this->assertSame('300', file_get_contents($counter));
+        $this->assertSame('300', $count);
     }
 }
