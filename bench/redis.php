@@ -17,6 +17,7 @@
  *   (e) Deadbolt RedisStore by DSN (redis://127.0.0.1:PORT, native connection), the same three calls
  *   (f) Deadbolt RedisStore over the same \Redis object as (a), (b), (c)
  *   (g) Deadbolt RedisStore over the same Predis client as (d)
+ *   (s) reference, not a lock library: the smallest pair of Lua scripts (EVALSHA) that keeps symfony/lock's data model
  *   (r) not a lock: one phpredis PING, a bare round trip to read the rows against
  *
  * After a warm-up, every round runs each variant for `cycles` cycles, in slices of 250 cycles taken in turn with the
@@ -474,6 +475,36 @@ if ($haveDeadbolt) {
         $labels['g'] = '(g) Deadbolt + Predis';
         $variants['g'] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($predis)), $namesFor('g'));
     }
+}
+
+// Reference, through phpredis: the smallest pair of scripts that can keep symfony/lock's data model (SYMFONY-COMPAT.md
+// 4) on a free key. Acquire: TYPE (free, a sorted set, or another type?), TIME (scores are server milliseconds), ZADD
+// of the token and __write__, PEXPIREAT; release: ZSCORE (mine?) and ZREM. No waiters, no hand-over, no wrong-type
+// handling. It shows what any script-based lock on this model costs in Redis beside the SET/DEL floor (a).
+if ($phpredis !== null) {
+    $names = $namesFor('s');
+    $labels['s'] = '(s) reference: smallest data-model scripts';
+    $smallestSave = 'if redis.call("TYPE", KEYS[1]).ok ~= "none" then return 0 end '
+        . 'local t = redis.call("TIME") local e = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2]) '
+        . 'redis.call("ZADD", KEYS[1], e, ARGV[1], e, "__write__") redis.call("PEXPIREAT", KEYS[1], e) return 1';
+    $smallestDelete = 'if not redis.call("ZSCORE", KEYS[1], ARGV[1]) then return 0 end '
+        . 'redis.call("ZREM", KEYS[1], ARGV[1], "__write__") return 1';
+    $saveSha = $phpredis->script('load', $smallestSave);
+    $deleteSha = $phpredis->script('load', $smallestDelete);
+    $variants['s'] = static function (int $n) use ($phpredis, $names, $nameCount, $saveSha, $deleteSha): int {
+        $failed = 0;
+        for ($i = 0; $i < $n; ++$i) {
+            $key = $names[$i % $nameCount];
+            $token = base64_encode(random_bytes(32));
+            if ($phpredis->evalSha($saveSha, [$key, $token, '30000'], 1) === 1) {
+                $phpredis->evalSha($deleteSha, [$key, $token], 1);
+            } else {
+                ++$failed;
+            }
+        }
+
+        return $failed;
+    };
 }
 
 // Not a lock: one bare round trip through phpredis, to read the other rows against (a cycle of (a) is two of them).

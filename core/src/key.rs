@@ -84,6 +84,11 @@ impl Key {
         self.lifetime.reduce(ttl);
     }
 
+    /// Moves the expiry to `since + ttl` unless already sooner.
+    pub fn reduce_lifetime_from(&mut self, since: std::time::Instant, ttl: Ttl) {
+        self.lifetime.reduce_from(since, ttl);
+    }
+
     /// Forgets the expiry.
     pub fn reset_lifetime(&mut self) {
         self.lifetime.reset();

@@ -22,7 +22,9 @@ impl Lifetime {
         self.reduce_from(Instant::now(), ttl);
     }
 
-    fn reduce_from(&mut self, now: Instant, ttl: Ttl) {
+    /// As [`Lifetime::reduce`], counting the TTL from `now`: a lock given at some unknown moment
+    /// after `now` (a hand-over to a waiter) then never looks longer-lived than it is.
+    pub fn reduce_from(&mut self, now: Instant, ttl: Ttl) {
         // Ttl caps at ~31 years, so this cannot overflow a monotonic clock; if it ever did,
         // keeping the current expiry is the conservative choice.
         if let Some(candidate) = now.checked_add(ttl.duration()) {

@@ -20,8 +20,9 @@ use Deadbolt\Tests\Support\RedisServer;
  * The minimal set was found by removing one command at a time from a working set and watching ACL LOG: the
  * connection sends AUTH (always allowed) and CONFIG GET maxmemory-policy (refused here: no eviction warning, no
  * error); the top-level commands are SCRIPT LOAD, EVALSHA (EVAL as the fallback of a PHP client on NOSCRIPT) and
- * BLPOP (wake-ups of blocking waits); the scripts run, under the user's own rights, EXISTS INCR LPUSH LTRIM PEXPIRE
- * PEXPIREAT PTTL TIME TYPE ZADD ZCARD ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE. No PING, HELLO, CLIENT or SELECT.
+ * BLPOP (hand-overs to blocking waiters); the scripts run, under the user's own rights, DEL EXISTS HDEL HGET HSET
+ * INCR LPOP LPUSH PEXPIRE PEXPIREAT PTTL TIME TYPE ZADD ZCARD ZRANGE ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE. No PING,
+ * HELLO, CLIENT or SELECT.
  *
  * The server has maxmemory-policy allkeys-lru: were CONFIG GET allowed, Deadbolt would warn; refused, it must not.
  */
@@ -35,8 +36,8 @@ final class RedisAclTest extends DeadboltTestCase
     public const RULES = [
         'resetkeys', '~app:*', '~deadbolt:*', 'resetchannels', '-@all',
         '+script|load', '+evalsha', '+eval', '+blpop',
-        '+exists', '+incr', '+lpush', '+ltrim', '+pexpire', '+pexpireat', '+pttl', '+time', '+type',
-        '+zadd', '+zcard', '+zrem', '+zremrangebyscore', '+zrevrange', '+zscore',
+        '+del', '+exists', '+hdel', '+hget', '+hset', '+incr', '+lpop', '+lpush', '+pexpire', '+pexpireat', '+pttl',
+        '+time', '+type', '+zadd', '+zcard', '+zrange', '+zrem', '+zremrangebyscore', '+zrevrange', '+zscore',
     ];
 
     private ?RedisServer $server = null;
@@ -96,9 +97,7 @@ final class RedisAclTest extends DeadboltTestCase
             $this->assertGreaterThan($fence, $other->getFencingToken(), 'fencing tokens increase');
             $other->release();
 
-            // A wait with a deadline (waiter registration under deadbolt:waiters:{...}, BLPOP) runs out while held.
-            // (Separate resource: a waiter that gave up stays registered ~1 s and makes the next release reserve a
-            // hand-off, which refuses an immediate non-blocking acquire by anyone; reported separately, not ACL.)
+            // A wait with a deadline (the queue deadbolt:waiters:{...}, BLPOP on its grant list) runs out while held.
             $held = $factory->createLock('app:deadline', 30.0);
             $this->assertTrue($held->acquire());
             $this->assertFalse($factory->createLock('app:deadline', 30.0)->acquire(false, 0.2));
@@ -128,7 +127,7 @@ final class RedisAclTest extends DeadboltTestCase
             $store->waitAndSave($key);
             $store->delete($key);
 
-            // A blocking wait woken by another process's release (BLPOP on deadbolt:wake:{...}).
+            // A blocking wait handed the lock by another process's release (BLPOP on deadbolt:grant:{...}:TOKEN).
             $holder = $this->spawn(<<<'PHP'
                 $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('app:wait', 30.0);
                 $lock->acquire() || exit(3);

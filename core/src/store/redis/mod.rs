@@ -2,11 +2,13 @@
 //! writers, scores in server milliseconds), so Deadbolt and symfony/lock >= 5.2 processes share
 //! locks on one Redis. Acquire with the lock's TTL is one script call, release is one.
 //!
-//! Beside the lock key, Deadbolt may keep three keys per resource, all in the resource's hash slot:
+//! Beside the lock key, Deadbolt may keep these keys per resource, all in the resource's hash slot:
 //! `deadbolt:fence:{resource}`, the fencing counter (made on the first getFencingToken(); never
-//! expires, so tokens never go back), `deadbolt:waiters:{resource}`, the waiters of the last second (token, expiry), written by a
-//! waiter, and `deadbolt:wake:{resource}`, the list a release pushes to (only while someone waits)
-//! and waiters BLPOP on.
+//! expires, so tokens never go back); while someone waits, `deadbolt:waiters:{resource}`, the queue
+//! of waiters (token -> arrival), and `deadbolt:waiting:{resource}`, their details (token -> "alive
+//! until, mode, TTL"), both gone a second after the last waiter last asked; and for a waiter that a
+//! release handed the lock over to, `deadbolt:grant:{resource}:TOKEN`, the list that tells it so
+//! (its BLPOP reads it).
 
 pub mod dsn;
 pub mod native;
@@ -16,7 +18,7 @@ pub mod scripts;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::store::{poll, Extender, Mode, Store, WaitReport};
+use crate::store::{Extender, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 use native::NativeRunner;
 use runner::{RunError, ScriptRunner};
@@ -102,37 +104,121 @@ impl RedisStore {
         Error::storage(message, e)
     }
 
-    /// One attempt. Ok(Ok(())) when taken; Ok(Err(hint)) when held, with the holder's remaining
-    /// time when the server told it.
+    /// One attempt, without waiting: taken, or held (with the holder's remaining time when the
+    /// server told it). A waiting caller (`queue`: its [`WaitKeys`]) joins the queue of waiters
+    /// when refused.
     fn attempt(
         &self,
         key: &mut Key,
         mode: Mode,
         ttl: Ttl,
-        intent: Intent,
-    ) -> Result<std::result::Result<(), Option<Duration>>> {
+        queue: Option<&WaitKeys>,
+    ) -> Result<Attempt> {
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let reply = match queue {
+            None => self.run(self.prepare(key, mode, ttl), key, &[], &[ttl_ms.as_bytes()])?,
+            Some(queue) => self.run(
+                self.prepare(key, mode, ttl),
+                key,
+                &queue.all(),
+                &[ttl_ms.as_bytes(), b"wait"],
+            )?,
+        };
+        self.outcome(key, reply)
+    }
+
+    /// A waiter's attempt followed by a wait of up to `pause` for a hand-over, in one round trip
+    /// where the runner can pipeline them (else one after the other).
+    fn attempt_then_wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Ttl,
+        queue: &WaitKeys,
+        pause: Duration,
+    ) -> Result<Attempt> {
+        let asked = Instant::now();
+        let script = self.prepare(key, mode, ttl);
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let pause_ms = pause.as_millis().to_string();
+        let token = key.token()?.as_str().to_owned();
+        let keys = [key.resource(), &queue.queue, &queue.details, &queue.grant];
+        let argv: [&[u8]; 4] = [
+            token.as_bytes(),
+            ttl_ms.as_bytes(),
+            b"wait",
+            pause_ms.as_bytes(),
+        ];
+        let Some(pipelined) = self
+            .runner
+            .run_then_wait(script, &keys, &argv, &queue.grant, pause)
+        else {
+            // A runner that cannot pipeline (a PHP client): attempt, then wait, in turn.
+            return match self.attempt(key, mode, ttl, Some(queue))? {
+                Attempt::Held(left) => {
+                    let pause = left.map_or(pause, |left| left.min(pause));
+                    if self.wait_for_signal(&queue.grant, pause)? {
+                        self.accept_hand_over(key, ttl, asked)
+                    } else {
+                        Ok(Attempt::Held(left))
+                    }
+                }
+                other => Ok(other),
+            };
+        };
+        let (reply, signal) = pipelined.map_err(|e| self.storage_error(key, e))?;
+        match (reply, signal.as_deref()) {
+            (..1, Some(b"granted")) => self.accept_hand_over(key, ttl, asked),
+            (..1, Some(b"soon")) => match self.outcome(key, reply)? {
+                Attempt::Held(left) => Ok(Attempt::Soon(left)),
+                other => Ok(other),
+            },
+            _ => self.outcome(key, reply),
+        }
+    }
+
+    /// Readies `key` for an attempt and picks the script for `mode`.
+    fn prepare(&self, key: &mut Key, mode: Mode, ttl: Ttl) -> &'static LockScript {
         key.adopt_if_inherited();
         key.reset_lifetime();
         key.reduce_lifetime(ttl);
         key.fence = None;
-        let script = match mode {
+        match mode {
             Mode::Exclusive => &SAVE,
             Mode::Shared => &SAVE_READ,
-        };
-        let ttl_ms = ttl_millis(ttl).to_string();
-        let waiters = waiters_key(key.resource());
-        let reply = self.run(
-            script,
-            key,
-            &[waiters.as_slice()],
-            &[ttl_ms.as_bytes(), intent.as_arg()],
-        )?;
+        }
+    }
+
+    /// What a save script's reply means: 1 taken, 0 or minus the holder's remaining ms held.
+    fn outcome(&self, key: &mut Key, reply: i64) -> Result<Attempt> {
         if reply < 1 {
             let hint = u64::try_from(-reply).ok().filter(|ms| *ms > 0);
-            return Ok(Err(hint.map(Duration::from_millis)));
+            return Ok(Attempt::Held(hint.map(Duration::from_millis)));
         }
         self.check_not_expired(key)?;
-        Ok(Ok(()))
+        Ok(Attempt::Taken)
+    }
+
+    /// Waits up to `pause` for a hand-over signal on a waiter's grant list.
+    fn wait_for_signal(&self, grant: &[u8], pause: Duration) -> Result<bool> {
+        self.runner
+            .wait_signal(grant, pause.max(Duration::from_millis(1)))
+            .map_err(|e| {
+                Error::storage(
+                    format!("Waiting for the lock in {} failed: {e}", self.name),
+                    e,
+                )
+            })
+    }
+
+    /// A release handed the lock over to this waiter: it holds it with `ttl` since some moment
+    /// after `asked` (when it started to wait for the signal), so its lifetime counts from there.
+    fn accept_hand_over(&self, key: &mut Key, ttl: Ttl, asked: Instant) -> Result<Attempt> {
+        key.reset_lifetime();
+        key.reduce_lifetime_from(asked, ttl);
+        key.fence = None;
+        self.check_not_expired(key)?;
+        Ok(Attempt::HandedOver)
     }
 
     fn check_not_expired(&self, key: &mut Key) -> Result<()> {
@@ -160,24 +246,42 @@ impl RedisStore {
     }
 }
 
-/// What an attempt is, for the scripts (see the prelude's `intent`).
+/// How one attempt went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Intent {
-    /// A plain attempt: no waiting follows.
-    Plain,
-    /// The first attempt of a wait: a refusal marks the caller as a waiter.
-    Join,
-    /// A waiter's attempt after it waited: may take a lock held for waiters.
-    Wake,
+enum Attempt {
+    /// Taken by the attempt itself.
+    Taken,
+    /// Handed over by a release while the caller waited.
+    HandedOver,
+    /// Held, with the holder's remaining time when the server told it.
+    Held(Option<Duration>),
+    /// Held by a holder whose time runs out before the caller's wait would have ended: the
+    /// caller waits only that long (its remaining time) before it tries again.
+    Soon(Option<Duration>),
 }
 
-impl Intent {
-    fn as_arg(self) -> &'static [u8] {
-        match self {
-            Intent::Plain => b"",
-            Intent::Join => b"join",
-            Intent::Wake => b"wake",
+/// The keys a waiting caller names besides the resource: the queue of waiters, their details,
+/// and its own grant list (which the hand-over in the release scripts names the same way).
+struct WaitKeys {
+    queue: Vec<u8>,
+    details: Vec<u8>,
+    grant: Vec<u8>,
+}
+
+impl WaitKeys {
+    fn new(resource: &[u8], token: &str) -> Self {
+        let mut grant = companion(b"deadbolt:grant:{", resource);
+        grant.push(b':');
+        grant.extend_from_slice(token.as_bytes());
+        WaitKeys {
+            queue: queue_key(resource),
+            details: details_key(resource),
+            grant,
         }
+    }
+
+    fn all(&self) -> [&[u8]; 3] {
+        [&self.queue, &self.details, &self.grant]
     }
 }
 
@@ -186,14 +290,14 @@ fn fence_key(resource: &[u8]) -> Vec<u8> {
     companion(b"deadbolt:fence:{", resource)
 }
 
-/// The resource's wake-up list, in the resource's hash slot.
-fn wake_key(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:wake:{", resource)
+/// The queue of waiters (token -> arrival), in the resource's hash slot.
+fn queue_key(resource: &[u8]) -> Vec<u8> {
+    companion(b"deadbolt:waiters:{", resource)
 }
 
-/// The set of waiters (token, expiry) that releases look at, in the resource's slot.
-fn waiters_key(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:waiters:{", resource)
+/// The waiters' details (token -> "alive until, mode, TTL"), in the resource's hash slot.
+fn details_key(resource: &[u8]) -> Vec<u8> {
+    companion(b"deadbolt:waiting:{", resource)
 }
 
 fn companion(prefix: &[u8], resource: &[u8]) -> Vec<u8> {
@@ -216,15 +320,17 @@ impl Store for RedisStore {
     }
 
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
-        match self.attempt(key, mode, ttl.unwrap_or(self.initial_ttl), Intent::Plain)? {
-            Ok(()) => Ok(()),
-            Err(_) => Err(self.conflict(key)),
+        match self.attempt(key, mode, ttl.unwrap_or(self.initial_ttl), None)? {
+            Attempt::Taken | Attempt::HandedOver => Ok(()),
+            Attempt::Held(_) | Attempt::Soon(_) => Err(self.conflict(key)),
         }
     }
 
-    /// Waits on the resource's wake-up list: a release anywhere wakes the longest waiter at once;
-    /// without a signal the waiter tries again when the holder's TTL runs out, and at least every
-    /// 100 ms (a holder that does not signal, a lost signal).
+    /// Waits in the resource's queue: a release anywhere hands the lock over to the longest
+    /// waiter and signals its grant list, which it reads with BLPOP, so the woken waiter needs no
+    /// further round trip; each attempt and the wait after it share one round trip (pipelined).
+    /// Without a signal the waiter tries again when the holder's TTL runs out, and at least every
+    /// 100 ms (a holder that does not hand over, such as symfony/lock, or a lock that expired).
     fn wait(
         &self,
         key: &mut Key,
@@ -234,47 +340,51 @@ impl Store for RedisStore {
         report: &mut WaitReport,
     ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
-        let wake = wake_key(key.resource());
+        let queue = WaitKeys::new(key.resource(), key.token()?.as_str());
         // The holder's remaining time, as the last refusal told it.
-        let hint = std::cell::Cell::new(None::<Duration>);
-        let intent = std::cell::Cell::new(Intent::Join);
-        let key = std::cell::RefCell::new(key);
-        let taken = poll(
-            deadline,
-            report,
-            |max| {
-                let pause = hint.get().map_or(max, |h| h.min(max)).min(SIGNAL_POLL_CAP);
-                let signal = self
-                    .runner
-                    .wait_signal(&wake, pause.max(Duration::from_millis(1)))
-                    .map_err(|e| {
-                        Error::storage(
-                            format!("Waiting for the lock in {} failed: {e}", self.name),
-                            e,
-                        )
-                    });
-                Some(signal)
-            },
-            || {
-                let mut key = key.borrow_mut();
-                let this_attempt = intent.replace(Intent::Wake);
-                match self.attempt(&mut key, mode, ttl, this_attempt)? {
-                    Ok(()) => Ok(()),
-                    Err(left) => {
-                        hint.set(left);
-                        Err(self.conflict(&key))
-                    }
+        let mut hint = None::<Duration>;
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                // Past the deadline: one last attempt, then leave the queue (releasing the lock
+                // should a release have handed it over meanwhile; should this fail, the entry
+                // expires within a second).
+                if self.attempt(key, mode, ttl, Some(&queue))? == Attempt::Taken {
+                    return Ok(true);
                 }
-            },
-        )?;
-        if !taken && intent.get() == Intent::Wake {
-            // Gave up at the deadline: leave the waiters, or the next release would hold the
-            // lock for nobody. Should this fail, the entry expires within a second anyway.
-            let key = key.borrow();
-            let waiters = waiters_key(key.resource());
-            let _ = self.run(&LEAVE, &key, &[waiters.as_slice()], &[]);
+                let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+                return Ok(false);
+            }
+            let pause = [Some(SIGNAL_POLL_CAP), hint, left]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(SIGNAL_POLL_CAP)
+                .max(Duration::from_millis(1));
+            match self.attempt_then_wait(key, mode, ttl, &queue, pause)? {
+                Attempt::Taken => return Ok(true),
+                Attempt::HandedOver => {
+                    report.wakeups += 1;
+                    return Ok(true);
+                }
+                Attempt::Held(holder_left) => {
+                    report.polls += 1;
+                    hint = holder_left;
+                }
+                Attempt::Soon(holder_left) => {
+                    // The holder expires before the pause would have ended: wait that long only.
+                    let asked = Instant::now();
+                    let pause = holder_left.unwrap_or(pause).min(pause);
+                    if self.wait_for_signal(&queue.grant, pause)? {
+                        report.wakeups += 1;
+                        self.accept_hand_over(key, ttl, asked)?;
+                        return Ok(true);
+                    }
+                    report.polls += 1;
+                    hint = None;
+                }
+            }
         }
-        Ok(taken)
     }
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
@@ -294,8 +404,8 @@ impl Store for RedisStore {
         if key.is_inherited() || key.drawn_token().is_none() {
             return Ok(());
         }
-        let (wake, waiters) = (wake_key(key.resource()), waiters_key(key.resource()));
-        self.run(&DELETE, key, &[wake.as_slice(), waiters.as_slice()], &[])
+        let (queue, details) = (queue_key(key.resource()), details_key(key.resource()));
+        self.run(&DELETE, key, &[queue.as_slice(), details.as_slice()], &[])
             .map(|_| ())
     }
 
@@ -379,6 +489,8 @@ mod tests {
     #[test]
     fn companion_keys_share_the_resource_hash_slot() {
         assert_eq!(fence_key(b"orders:42"), b"deadbolt:fence:{orders:42}");
-        assert_eq!(wake_key(b""), b"deadbolt:wake:{}");
+        assert_eq!(queue_key(b""), b"deadbolt:waiters:{}");
+        let keys = WaitKeys::new(b"r", "T0k+/=");
+        assert_eq!(keys.grant, b"deadbolt:grant:{r}:T0k+/=");
     }
 }

@@ -11,7 +11,7 @@ use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionI
 
 use crate::process::current_pid;
 use crate::store::redis::dsn::{Dsn, Endpoint};
-use crate::store::redis::runner::{RunError, ScriptRunner};
+use crate::store::redis::runner::{RanThenWaited, RunError, ScriptRunner};
 use crate::store::redis::scripts::LockScript;
 use crate::Error;
 
@@ -158,19 +158,49 @@ impl ScriptRunner for NativeRunner {
     }
 
     fn wait_signal(&self, key: &[u8], timeout: Duration) -> Result<bool, RunError> {
-        // BLPOP's timeout is in seconds (decimals since Redis 6); the socket must outwait it.
-        let seconds = timeout.as_secs_f64().max(0.001);
-        let socket_timeout = Some(timeout + self.dsn.read_timeout);
-        let normal_timeout = Some(self.dsn.read_timeout);
-        self.with_connection(|connection| {
-            connection.set_read_timeout(socket_timeout)?;
-            let popped: redis::RedisResult<Option<(Vec<u8>, Vec<u8>)>> = redis::cmd("BLPOP")
+        self.blocking(timeout, |connection, seconds| {
+            let popped: Option<(Vec<u8>, Vec<u8>)> = redis::cmd("BLPOP")
                 .arg(key)
-                .arg(format!("{seconds:.3}"))
-                .query(connection);
-            connection.set_read_timeout(normal_timeout)?;
-            Ok(popped?.is_some())
+                .arg(seconds)
+                .query(connection)?;
+            Ok(popped.is_some())
         })
+    }
+
+    fn run_then_wait(
+        &self,
+        script: &LockScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        key: &[u8],
+        timeout: Duration,
+    ) -> Option<Result<RanThenWaited, RunError>> {
+        Some(self.blocking(timeout, |connection, seconds| {
+            let mut pipe = redis::pipe();
+            pipe.cmd("EVALSHA")
+                .arg(script.sha1())
+                .arg(keys.len())
+                .arg(keys)
+                .arg(args)
+                .cmd("BLPOP")
+                .arg(key)
+                .arg(seconds);
+            let replies = match pipe.query::<(i64, Option<(Vec<u8>, Vec<u8>)>)>(connection) {
+                // The server lost its scripts (restart, SCRIPT FLUSH): the wait ran its course
+                // without the attempt. Load the script and do both again.
+                Err(e)
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(script.code())
+                        .exec(connection)?;
+                    pipe.query(connection)
+                }
+                other => other,
+            }?;
+            Ok((replies.0, replies.1.map(|(_, value)| value)))
+        }))
     }
 
     fn is_native(&self) -> bool {
@@ -195,6 +225,24 @@ impl NativeRunner {
             slot_name,
             name: self.name.clone(),
         }
+    }
+
+    /// Runs a call that blocks in the server for up to `timeout` (handed over as BLPOP's
+    /// seconds, decimals since Redis 6), with a socket timeout that outwaits it.
+    fn blocking<T>(
+        &self,
+        timeout: Duration,
+        mut call: impl FnMut(&mut redis::Connection, &str) -> redis::RedisResult<T>,
+    ) -> Result<T, RunError> {
+        let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
+        let socket_timeout = Some(timeout + self.dsn.read_timeout);
+        let normal_timeout = Some(self.dsn.read_timeout);
+        self.with_connection(|connection| {
+            connection.set_read_timeout(socket_timeout)?;
+            let reply = call(connection, &seconds);
+            connection.set_read_timeout(normal_timeout)?;
+            reply
+        })
     }
 
     /// This process's slot: the one made with the runner, or after a fork the child's own.

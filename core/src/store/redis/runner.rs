@@ -23,6 +23,9 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// What [`ScriptRunner::run_then_wait`] got: the script's reply, and the signal if one came.
+pub type RanThenWaited = (i64, Option<Vec<u8>>);
+
 /// Runs lock scripts against one Redis endpoint.
 pub trait ScriptRunner {
     /// The endpoint for messages, e.g. `redis://10.0.0.5:6379/0` or `\Redis(10.0.0.5:6379)`.
@@ -43,6 +46,22 @@ pub trait ScriptRunner {
         let _ = key;
         std::thread::sleep(timeout);
         Ok(false)
+    }
+
+    /// Runs `script`, and in the same round trip waits up to `timeout` for a signal on the list
+    /// `key` (a pipelined BLPOP): the script's reply and the signal, if one came. The script is
+    /// told (an extra argument) to push to `key` itself when it needs no wait, so that the wait
+    /// ends at once. `None`: this runner cannot, and the caller runs and waits in turn.
+    fn run_then_wait(
+        &self,
+        script: &LockScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        key: &[u8],
+        timeout: std::time::Duration,
+    ) -> Option<Result<RanThenWaited, RunError>> {
+        let _ = (script, keys, args, key, timeout);
+        None
     }
 
     /// Whether this runner may be used where PHP must not be called (a `Drop`, another thread).

@@ -1,5 +1,6 @@
 //! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is the
-//! shared prelude plus one operation, sent by SHA (EVALSHA) and loaded on NOSCRIPT.
+//! shared prelude (plus the hand-over, for the scripts that release) and one operation, sent by
+//! SHA (EVALSHA) and loaded on NOSCRIPT.
 
 use std::sync::LazyLock;
 
@@ -11,7 +12,20 @@ pub struct LockScript {
 
 impl LockScript {
     fn new(operation: &str) -> Self {
-        let code = format!("{}\n{operation}", include_str!("scripts/prelude.lua"));
+        Self::from_parts(&[include_str!("scripts/prelude.lua"), operation])
+    }
+
+    /// A script that releases: it may hand the lock over to a waiter.
+    fn releasing(operation: &str) -> Self {
+        Self::from_parts(&[
+            include_str!("scripts/prelude.lua"),
+            include_str!("scripts/handover.lua"),
+            operation,
+        ])
+    }
+
+    fn from_parts(parts: &[&str]) -> Self {
+        let code = parts.join("\n");
         LockScript {
             script: redis::Script::new(&code),
             code,
@@ -34,8 +48,9 @@ impl LockScript {
     }
 }
 
-/// Exclusive lock (and promotion of a sole reader). KEYS: resource, waiter mark. ARGV: token, ttl
-/// ms, "wait" for a waiter. Returns 1, or 0 / minus the holder's remaining ms when held.
+/// Exclusive lock (and promotion of a sole reader). KEYS: resource (a waiter adds its queue,
+/// details and grant list). ARGV: token, ttl ms, "wait" for a waiter. Returns 1, or 0 / minus the
+/// holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/save.lua")));
 /// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1, or as `SAVE` when held.
@@ -44,10 +59,10 @@ pub static SAVE_READ: LazyLock<LockScript> =
 /// Extend. ARGV: token, ttl ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
-/// Release, and wake one waiter if one marked itself. KEYS: resource, wake-up list, waiter mark.
-/// ARGV: token. Returns 1, or 0 when not held.
+/// Release, and hand the lock over to the longest waiter. KEYS: resource, queue, waiters'
+/// details. ARGV: token. Returns 1, or 0 when not held.
 pub static DELETE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/delete.lua")));
+    LazyLock::new(|| LockScript::releasing(include_str!("scripts/delete.lua")));
 /// Ownership check. ARGV: token. Returns 1 or 0.
 pub static EXISTS: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/exists.lua")));
@@ -57,9 +72,10 @@ pub static EXISTS: LazyLock<LockScript> =
 pub static FENCE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/fence.lua")));
 
-/// A waiter gives up. KEYS: resource, set of waiters. ARGV: token. Returns 1.
+/// A waiter gives up (and releases a lock handed over to it meanwhile). KEYS: resource, queue,
+/// waiters' details, its grant list. ARGV: token. Returns 1.
 pub static LEAVE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/leave.lua")));
+    LazyLock::new(|| LockScript::releasing(include_str!("scripts/leave.lua")));
 
 /// Marker that a script's error reply is about the key's type.
 pub const WRONGTYPE_MARKER: &str = "DEADBOLT_WRONGTYPE";

@@ -1,10 +1,17 @@
 -- Shared head of every Deadbolt lock script (symfony/lock's Redis data model, SYMFONY-COMPAT.md 4).
--- KEYS[1]: the resource; KEYS[2] (where used): the resource's fencing counter or wake-up list.
--- ARGV[1]: the owner token. ARGV[2]: the TTL in milliseconds (where used).
+-- KEYS[1]: the resource. ARGV[1]: the owner token; ARGV[2]: the TTL in milliseconds (where used).
+-- Waiting callers and releases also name the resource's queue of waiters (KEYS[2], a sorted set:
+-- token -> arrival, server ms) and the waiters' details (KEYS[3], a hash: token -> "alive-until
+-- mode ttl"); a waiter names its own grant list too (KEYS[4]), the list a release pushes to when
+-- it hands the lock over to that waiter.
 -- Every redis.call costs server time inside one round trip, so each script calls only what its
--- case needs (a free key is the common case of an acquire).
+-- case needs (a free key is the common case of an acquire, nobody waiting that of a release).
 local key = KEYS[1]
 local token = ARGV[1]
+
+-- How long a waiter counts as alive after it last asked (it asks again at least every 100 ms
+-- while it waits): a waiter that died is skipped by hand-overs after this long.
+local ALIVE_MS = 1000
 
 -- Server time in milliseconds: member scores are absolute expiries, as symfony/lock writes them.
 local function now_ms()
@@ -29,44 +36,44 @@ local function expire_at_max()
     end
 end
 
--- ARGV[3], the caller's intent: "" a plain attempt, "join" the first attempt of a wait, "wake" a
--- waiter's attempt after it waited. A release that leaves the lock free while someone waits holds
--- it for a moment for the waiters (the "__handoff__" member, see delete.lua): only "wake" may take
--- it then, so a newcomer (often the releaser itself, straight back) cannot barge past them.
-local intent = ARGV[3]
+-- ARGV[3] is "wait" for the attempts of a caller that waits when refused. ARGV[4], when given,
+-- is how long (ms) the caller then waits for a signal on its grant list, in the same round trip
+-- (a BLPOP sent right behind this script): the script then ends that wait at once, with a signal of
+-- its own, when there is nothing to wait for.
+local waiting = ARGV[3] == "wait"
+local pause = tonumber(ARGV[4])
 
--- A refusal that tells the waiter how long the holder may still hold it: minus the key's
--- remaining milliseconds (at least 1). A waiter also enters itself in the set of waiters KEYS[2]
--- for a second (it tries again at least every 100 ms while it waits), so that releases wake it.
-local function held()
-    if intent == "join" or intent == "wake" then
-        redis.call("ZADD", KEYS[2], now_ms() + 1000, token)
-        redis.call("PEXPIRE", KEYS[2], 1000)
-    end
+-- A refusal that tells the caller how long the holder may still hold it: minus the key's
+-- remaining milliseconds (at least 1). A waiter joins the queue (keeping its first arrival) and
+-- renews its details, so that a release hands the lock over to it (handover.lua). A holder that
+-- expires before the caller's wait would end gets a "soon" signal: the caller waits that long only.
+local function held(mode, now)
     local left = redis.call("PTTL", key)
     if left < 1 then
         left = 1
     end
+    if waiting then
+        redis.call("ZADD", KEYS[2], "NX", now, token)
+        redis.call("HSET", KEYS[3], token, (now + ALIVE_MS) .. " " .. mode .. " " .. ARGV[2])
+        redis.call("PEXPIRE", KEYS[2], ALIVE_MS)
+        redis.call("PEXPIRE", KEYS[3], ALIVE_MS)
+        if pause and left < pause then
+            redis.call("LPUSH", KEYS[4], "soon")
+        end
+    end
     return -left
 end
 
--- After expired members are gone: true when a hand-off is pending and this caller may not take it.
--- A waiter ("wake") takes it over by removing the marker.
-local function handoff_refuses()
-    if not redis.call("ZSCORE", key, "__handoff__") then
-        return false
-    end
-    if intent ~= "wake" then
-        return true
-    end
-    redis.call("ZREM", key, "__handoff__")
-    return false
-end
-
--- A waiter that got the lock leaves the set of waiters (the set disappears with its last member).
+-- A waiter that got the lock leaves the queue; a hand-over signal that it did not read goes too
+-- (and a "taken" signal ends the wait sent behind this script).
 local function taken()
-    if intent == "join" or intent == "wake" then
+    if waiting then
         redis.call("ZREM", KEYS[2], token)
+        redis.call("HDEL", KEYS[3], token)
+        redis.call("DEL", KEYS[4])
+        if pause then
+            redis.call("LPUSH", KEYS[4], "taken")
+        end
     end
     return 1
 end

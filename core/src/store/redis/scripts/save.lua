@@ -1,7 +1,6 @@
 -- Exclusive lock: succeed when the set is empty, or when I already hold it (as the writer, or as
--- the only reader: promotion). Sets my token and __write__ to now + ttl. Returns 1.
--- Refused (held): a waiting caller enters the set of waiters KEYS[2], so that releases push a
--- wake-up signal (and only then: an uncontended release spends nothing on waking nobody).
+-- the only reader: promotion; or because a release handed it over to me while I waited). Sets my
+-- token and __write__ to now + ttl. Returns 1, or (held) 0 / minus the holder's remaining ms.
 local kind = redis.call("TYPE", key).ok
 if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
@@ -14,15 +13,12 @@ if kind == "none" then
     return taken()
 end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
-if handoff_refuses() then
-    return held()
-end
 if redis.call("ZSCORE", key, token) then
     if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCARD", key) > 1 then
-        return held()
+        return held("x", now)
     end
 elseif redis.call("ZCARD", key) > 0 then
-    return held()
+    return held("x", now)
 end
 redis.call("ZADD", key, expiry, token, expiry, "__write__")
 expire_at_max()

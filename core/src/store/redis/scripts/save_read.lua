@@ -1,5 +1,5 @@
 -- Shared lock: refused only while someone else writes. A writer asking for read is demoted.
--- Refusals mark a waiter as save.lua does.
+-- Refusals queue a waiter as save.lua does.
 local kind = redis.call("TYPE", key).ok
 if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
@@ -12,11 +12,8 @@ if kind == "none" then
     return taken()
 end
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
-if handoff_refuses() then
-    return held()
-end
 if not redis.call("ZSCORE", key, token) and redis.call("ZSCORE", key, "__write__") then
-    return held()
+    return held("s", now)
 end
 redis.call("ZADD", key, expiry, token)
 redis.call("ZREM", key, "__write__")

@@ -1,0 +1,45 @@
+-- Hand-over, shared by delete.lua and leave.lua: when a release leaves the lock free while
+-- someone waits, the lock goes straight to the longest waiter (the head of the queue KEYS[2]) with
+-- that waiter's TTL, and one signal on the waiter's own grant list tells it so: the waiter needs no
+-- further round trip, and nobody (the releaser straight back, a newcomer) can take the lock first.
+-- A waiter for a shared lock is granted together with every other live reader in the queue.
+-- Waiters not seen alive for ALIVE_MS are dropped on the way. No-op while the lock is still held
+-- (other readers, a symfony/lock holder) or nobody waits.
+local function grant_list(waiter)
+    return "deadbolt:grant:{" .. key .. "}:" .. waiter
+end
+
+local function hand_over()
+    if redis.call("EXISTS", KEYS[2]) == 0 or redis.call("EXISTS", key) == 1 then
+        return
+    end
+    local now = now_ms()
+    local until_max = nil
+    for _, waiter in ipairs(redis.call("ZRANGE", KEYS[2], 0, 63)) do
+        local details = redis.call("HGET", KEYS[3], waiter)
+        local alive, mode, ttl = string.match(details or "", "^(%d+) ([xs]) (%d+)$")
+        if not alive or tonumber(alive) < now then
+            redis.call("ZREM", KEYS[2], waiter)
+            redis.call("HDEL", KEYS[3], waiter)
+        elseif mode == "s" or not until_max then
+            local expiry = now + tonumber(ttl)
+            if mode == "x" then
+                redis.call("ZADD", key, expiry, waiter, expiry, "__write__")
+            else
+                redis.call("ZADD", key, expiry, waiter)
+            end
+            until_max = math.max(until_max or 0, expiry)
+            redis.call("ZREM", KEYS[2], waiter)
+            redis.call("HDEL", KEYS[3], waiter)
+            local list = grant_list(waiter)
+            redis.call("LPUSH", list, "granted")
+            redis.call("PEXPIRE", list, 60000)
+            if mode == "x" then
+                break
+            end
+        end
+    end
+    if until_max then
+        redis.call("PEXPIREAT", key, until_max)
+    end
+end

@@ -1,0 +1,338 @@
+//! Hand-over in the Redis store against a real redis-server: a release that leaves the lock free
+//! gives it to the longest live waiter (all waiting readers together), skips waiters not seen
+//! alive, and a waiter that gives up leaves the queue.
+#![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
+
+mod support;
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use deadbolt_core::{Key, Mode, RedisStore, Store, Ttl, WaitReport};
+use support::{unique, RedisServer};
+
+fn ttl(secs: f64) -> Ttl {
+    Ttl::from_secs(secs).unwrap()
+}
+
+/// A store on a connection of its own: the DSN text differs, so the per-process connection
+/// slot does too (as in another process).
+fn own_store(redis: &RedisServer, n: u32) -> RedisStore {
+    store_at(&redis.url(), n)
+}
+
+fn store_at(url: &str, n: u32) -> RedisStore {
+    RedisStore::connect(&format!("{url}?timeout={}", 5 + n), ttl(300.0)).unwrap()
+}
+
+fn queue(resource: &str) -> String {
+    format!("deadbolt:waiters:{{{resource}}}")
+}
+
+fn details(resource: &str) -> String {
+    format!("deadbolt:waiting:{{{resource}}}")
+}
+
+fn grant(resource: &str, token: &str) -> String {
+    format!("deadbolt:grant:{{{resource}}}:{token}")
+}
+
+fn server_ms(con: &mut redis::Connection) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// Blocks until `count` waiters are queued on `resource`.
+fn until_queued(con: &mut redis::Connection, resource: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let queued: usize = redis::cmd("ZCARD").arg(queue(resource)).query(con).unwrap();
+        if queued == count {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{count} waiters never queued");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Queues a waiter by hand, as a waiting process's attempt would, alive for `alive_ms` more.
+fn queue_by_hand(
+    con: &mut redis::Connection,
+    resource: &str,
+    token: &str,
+    mode: &str,
+    alive_ms: i64,
+) {
+    let now = server_ms(con);
+    let arrival: i64 = redis::cmd("ZCARD").arg(queue(resource)).query(con).unwrap();
+    redis::cmd("ZADD")
+        .arg(queue(resource))
+        .arg(arrival)
+        .arg(token)
+        .exec(con)
+        .unwrap();
+    redis::cmd("HSET")
+        .arg(details(resource))
+        .arg(token)
+        .arg(format!("{} {mode} 30000", now + alive_ms))
+        .exec(con)
+        .unwrap();
+}
+
+fn members(con: &mut redis::Connection, resource: &str) -> Vec<String> {
+    let mut members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(resource)
+        .arg(0)
+        .arg(-1)
+        .query(con)
+        .unwrap();
+    members.sort();
+    members
+}
+
+/// A waiting thread: where its outcome (token, taken, report) arrives, how to tell it to release,
+/// and the thread.
+type Waiter = (
+    mpsc::Receiver<(String, bool, WaitReport)>,
+    mpsc::Sender<()>,
+    thread::JoinHandle<()>,
+);
+
+/// A waiter on a thread of its own, with store number `n`: reports (token, taken, wakeups) once
+/// its wait ends, then holds the lock until told to release it.
+fn spawn_waiter(redis: &RedisServer, n: u32, resource: String, patience: Duration) -> Waiter {
+    let (report_tx, report_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let url = redis.url();
+    let handle = thread::spawn(move || {
+        let store = store_at(&url, n);
+        let mut key = Key::new(resource);
+        let mut report = WaitReport::default();
+        let deadline = Instant::now() + patience;
+        let taken = store
+            .wait(&mut key, Mode::Exclusive, None, Some(deadline), &mut report)
+            .unwrap();
+        let token = key.token().unwrap().as_str().to_owned();
+        report_tx.send((token, taken, report)).unwrap();
+        if taken {
+            release_rx.recv().unwrap();
+            store.delete(&mut key).unwrap();
+        }
+    });
+    (report_rx, release_tx, handle)
+}
+
+#[test]
+fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
+    let redis = RedisServer::start();
+    let mut con = redis.client();
+    let resource = unique("hand-over");
+    let holder_store = own_store(&redis, 0);
+    let mut holder = Key::new(resource.clone());
+    holder_store
+        .save(&mut holder, Mode::Exclusive, None)
+        .unwrap();
+
+    let (first, release_first, first_thread) =
+        spawn_waiter(&redis, 1, resource.clone(), Duration::from_secs(20));
+    until_queued(&mut con, &resource, 1);
+    let (second, release_second, second_thread) =
+        spawn_waiter(&redis, 2, resource.clone(), Duration::from_secs(20));
+    until_queued(&mut con, &resource, 2);
+
+    holder_store.delete(&mut holder).unwrap();
+    let (first_token, taken, report) = first.recv().unwrap();
+    assert!(taken, "the first waiter got the lock");
+    assert_eq!(
+        report.wakeups, 1,
+        "handed over, not found by polling: {report:?}"
+    );
+    assert_eq!(members(&mut con, &resource), {
+        let mut expected = vec![first_token.clone(), "__write__".to_owned()];
+        expected.sort();
+        expected
+    });
+    assert!(
+        second.try_recv().is_err(),
+        "the second waiter still waits while the first holds the lock"
+    );
+    let mut newcomer = Key::new(resource.clone());
+    assert!(
+        holder_store
+            .save(&mut newcomer, Mode::Exclusive, None)
+            .is_err(),
+        "nobody can take the lock while the first waiter holds it"
+    );
+
+    release_first.send(()).unwrap();
+    let (second_token, taken, report) = second.recv().unwrap();
+    assert!(taken, "the second waiter got the lock next");
+    assert_eq!(report.wakeups, 1, "{report:?}");
+    assert!(members(&mut con, &resource).contains(&second_token));
+    release_second.send(()).unwrap();
+    first_thread.join().unwrap();
+    second_thread.join().unwrap();
+
+    let left: usize = redis::cmd("EXISTS")
+        .arg(&resource)
+        .arg(queue(&resource))
+        .arg(details(&resource))
+        .arg(grant(&resource, &first_token))
+        .arg(grant(&resource, &second_token))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        left, 0,
+        "the lock and the queue are gone after the last release"
+    );
+}
+
+#[test]
+fn a_release_gives_a_free_lock_to_a_live_queued_writer_with_its_ttl() {
+    let redis = RedisServer::start();
+    let mut con = redis.client();
+    let store = own_store(&redis, 0);
+    let resource = unique("grant");
+    let mut holder = Key::new(resource.clone());
+    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    queue_by_hand(&mut con, &resource, "waiter-token", "x", 60_000);
+
+    let before = server_ms(&mut con);
+    store.delete(&mut holder).unwrap();
+
+    assert_eq!(
+        members(&mut con, &resource),
+        vec!["__write__".to_owned(), "waiter-token".to_owned()]
+    );
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg(&resource)
+        .arg("waiter-token")
+        .query(&mut con)
+        .unwrap();
+    let expiry = score as i64 - before;
+    assert!(
+        (29_000..=31_000).contains(&expiry),
+        "granted with the waiter's TTL (30 s), got {expiry} ms"
+    );
+    let signal: Vec<String> = redis::cmd("LRANGE")
+        .arg(grant(&resource, "waiter-token"))
+        .arg(0)
+        .arg(-1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(signal, vec!["granted".to_owned()]);
+    let queued: usize = redis::cmd("EXISTS")
+        .arg(queue(&resource))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(queued, 0, "the granted waiter left the queue");
+}
+
+#[test]
+fn waiting_readers_are_handed_the_lock_together_and_a_waiting_writer_keeps_its_place() {
+    let redis = RedisServer::start();
+    let mut con = redis.client();
+    let store = own_store(&redis, 0);
+    let resource = unique("readers");
+    let mut holder = Key::new(resource.clone());
+    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    queue_by_hand(&mut con, &resource, "reader-1", "s", 60_000);
+    queue_by_hand(&mut con, &resource, "writer", "x", 60_000);
+    queue_by_hand(&mut con, &resource, "reader-2", "s", 60_000);
+
+    store.delete(&mut holder).unwrap();
+
+    assert_eq!(
+        members(&mut con, &resource),
+        vec!["reader-1".to_owned(), "reader-2".to_owned()],
+        "readers are not blocked by a waiting writer"
+    );
+    let queued: Vec<String> = redis::cmd("ZRANGE")
+        .arg(queue(&resource))
+        .arg(0)
+        .arg(-1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(queued, vec!["writer".to_owned()]);
+}
+
+#[test]
+fn a_release_skips_waiters_not_seen_alive() {
+    let redis = RedisServer::start();
+    let mut con = redis.client();
+    let store = own_store(&redis, 0);
+    let resource = unique("ghost");
+    let mut holder = Key::new(resource.clone());
+    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    queue_by_hand(&mut con, &resource, "ghost", "x", -1);
+
+    store.delete(&mut holder).unwrap();
+
+    let left: usize = redis::cmd("EXISTS")
+        .arg(&resource)
+        .arg(queue(&resource))
+        .arg(details(&resource))
+        .arg(grant(&resource, "ghost"))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(left, 0, "the lock is free and the dead waiter forgotten");
+    let mut newcomer = Key::new(resource);
+    store.save(&mut newcomer, Mode::Exclusive, None).unwrap();
+}
+
+#[test]
+fn a_waiter_that_gives_up_leaves_the_queue_and_the_next_release_frees_the_lock() {
+    let redis = RedisServer::start();
+    let mut con = redis.client();
+    let holder_store = own_store(&redis, 0);
+    let resource = unique("give-up");
+    let mut holder = Key::new(resource.clone());
+    holder_store
+        .save(&mut holder, Mode::Exclusive, None)
+        .unwrap();
+
+    let (outcome, _release, waiter) =
+        spawn_waiter(&redis, 1, resource.clone(), Duration::from_millis(300));
+    let (_, taken, _) = outcome.recv().unwrap();
+    waiter.join().unwrap();
+    assert!(!taken, "the deadline passed while the lock was held");
+    let queued: usize = redis::cmd("ZCARD")
+        .arg(queue(&resource))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(queued, 0, "the waiter left the queue");
+
+    holder_store.delete(&mut holder).unwrap();
+    let held: usize = redis::cmd("EXISTS").arg(&resource).query(&mut con).unwrap();
+    assert_eq!(held, 0, "nobody was handed the lock");
+}
+
+#[test]
+fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
+    let redis = RedisServer::start();
+    let holder_store = own_store(&redis, 0);
+    let resource = unique("expires");
+    let mut holder = Key::new(resource.clone());
+    holder_store
+        .save(&mut holder, Mode::Exclusive, Some(ttl(0.3)))
+        .unwrap();
+
+    let (outcome, release, waiter) = spawn_waiter(&redis, 1, resource, Duration::from_secs(10));
+    let (_, taken, report) = outcome.recv().unwrap();
+    assert!(
+        taken,
+        "the waiter took the lock once the holder's TTL ran out"
+    );
+    assert_eq!(
+        report.wakeups, 0,
+        "nobody released, nobody handed over: {report:?}"
+    );
+    assert!(report.polls >= 1, "{report:?}");
+    assert!(
+        holder_store.exists(&holder).is_ok_and(|held| !held),
+        "the old holder no longer holds it"
+    );
+    release.send(()).unwrap();
+    waiter.join().unwrap();
+}
