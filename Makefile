@@ -66,7 +66,9 @@ bench: build
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
-	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/redis.php
+	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/redis.php && \
+	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/contention.php --procs=1,4,8,16 && \
+	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/contention.php --procs=8 --think=1000 --no-png
 
 # Installs the extension for every SAPI of PHP 8.2 (CLI and FPM): `php -m` then lists deadbolt.
 install: build

@@ -13,7 +13,7 @@
  *   symfony/lock Redis   symfony/lock 5.4 LockFactory + RedisStore over phpredis; it has no blocking store, so
  *                        acquire(true) retries every 90-110 ms
  *   Deadbolt Redis       Deadbolt\LockFactory + Deadbolt\Store\RedisStore('redis://127.0.0.1:PORT'); a release
- *                        wakes one waiter through a BLPOP list
+ *                        hands the lock over to the longest waiter, whose BLPOP returns holding it
  *   Deadbolt flock       Deadbolt\LockFactory + Deadbolt\Store\FlockStore: flock(2) itself blocks (one host only)
  *
  * One run = P processes forked with pcntl_fork, each connects and takes one warm-up lock on a name of its own, then

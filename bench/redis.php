@@ -483,7 +483,7 @@ if ($haveDeadbolt) {
 // handling. It shows what any script-based lock on this model costs in Redis beside the SET/DEL floor (a).
 if ($phpredis !== null) {
     $names = $namesFor('s');
-    $labels['s'] = '(s) reference: smallest data-model scripts';
+    $labels['s'] = '(s) reference: minimal scripts';
     $smallestSave = 'if redis.call("TYPE", KEYS[1]).ok ~= "none" then return 0 end '
         . 'local t = redis.call("TIME") local e = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2]) '
         . 'redis.call("ZADD", KEYS[1], e, ARGV[1], e, "__write__") redis.call("PEXPIREAT", KEYS[1], e) return 1';
