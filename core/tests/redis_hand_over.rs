@@ -80,6 +80,39 @@ fn queue_by_hand(
         .unwrap();
 }
 
+/// A fresh server, a connection to inspect it, and a store whose `holder` holds `name` (unique).
+/// Bind `redis` when destructuring: the server stops when it is dropped.
+struct Held {
+    redis: RedisServer,
+    con: redis::Connection,
+    store: RedisStore,
+    resource: String,
+    holder: Key,
+}
+
+fn held(name: &str, holder_ttl: Option<Ttl>) -> Held {
+    let redis = RedisServer::start();
+    let con = redis.client();
+    let store = own_store(&redis, 0);
+    let resource = unique(name);
+    let mut holder = Key::new(resource.clone());
+    store
+        .save(&mut holder, Mode::Exclusive, holder_ttl)
+        .unwrap();
+    Held {
+        redis,
+        con,
+        store,
+        resource,
+        holder,
+    }
+}
+
+/// How many of `keys` exist.
+fn existing(con: &mut redis::Connection, keys: &[String]) -> usize {
+    redis::cmd("EXISTS").arg(keys).query(con).unwrap()
+}
+
 fn members(con: &mut redis::Connection, resource: &str) -> Vec<String> {
     let mut members: Vec<String> = redis::cmd("ZRANGE")
         .arg(resource)
@@ -125,15 +158,13 @@ fn spawn_waiter(redis: &RedisServer, n: u32, resource: String, patience: Duratio
 
 #[test]
 fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let resource = unique("hand-over");
-    let holder_store = own_store(&redis, 0);
-    let mut holder = Key::new(resource.clone());
-    holder_store
-        .save(&mut holder, Mode::Exclusive, None)
-        .unwrap();
-
+    let Held {
+        redis,
+        mut con,
+        store,
+        resource,
+        mut holder,
+    } = held("hand-over", None);
     let (first, release_first, first_thread) =
         spawn_waiter(&redis, 1, resource.clone(), Duration::from_secs(20));
     until_queued(&mut con, &resource, 1);
@@ -141,27 +172,23 @@ fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
         spawn_waiter(&redis, 2, resource.clone(), Duration::from_secs(20));
     until_queued(&mut con, &resource, 2);
 
-    holder_store.delete(&mut holder).unwrap();
+    store.delete(&mut holder).unwrap();
     let (first_token, taken, report) = first.recv().unwrap();
     assert!(taken, "the first waiter got the lock");
     assert_eq!(
         report.wakeups, 1,
         "handed over, not found by polling: {report:?}"
     );
-    assert_eq!(members(&mut con, &resource), {
-        let mut expected = vec![first_token.clone(), "__write__".to_owned()];
-        expected.sort();
-        expected
-    });
+    let mut expected = vec![first_token.clone(), "__write__".to_owned()];
+    expected.sort();
+    assert_eq!(members(&mut con, &resource), expected);
     assert!(
         second.try_recv().is_err(),
         "the second waiter still waits while the first holds the lock"
     );
     let mut newcomer = Key::new(resource.clone());
     assert!(
-        holder_store
-            .save(&mut newcomer, Mode::Exclusive, None)
-            .is_err(),
+        store.save(&mut newcomer, Mode::Exclusive, None).is_err(),
         "nobody can take the lock while the first waiter holds it"
     );
 
@@ -174,28 +201,29 @@ fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
     first_thread.join().unwrap();
     second_thread.join().unwrap();
 
-    let left: usize = redis::cmd("EXISTS")
-        .arg(&resource)
-        .arg(queue(&resource))
-        .arg(details(&resource))
-        .arg(grant(&resource, &first_token))
-        .arg(grant(&resource, &second_token))
-        .query(&mut con)
-        .unwrap();
+    let leftovers = [
+        resource.clone(),
+        queue(&resource),
+        details(&resource),
+        grant(&resource, &first_token),
+        grant(&resource, &second_token),
+    ];
     assert_eq!(
-        left, 0,
+        existing(&mut con, &leftovers),
+        0,
         "the lock and the queue are gone after the last release"
     );
 }
 
 #[test]
 fn a_release_gives_a_free_lock_to_a_live_queued_writer_with_its_ttl() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let store = own_store(&redis, 0);
-    let resource = unique("grant");
-    let mut holder = Key::new(resource.clone());
-    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    let Held {
+        mut con,
+        store,
+        resource,
+        mut holder,
+        redis: _server,
+    } = held("grant", None);
     queue_by_hand(&mut con, &resource, "waiter-token", "x", 60_000);
 
     let before = server_ms(&mut con);
@@ -222,21 +250,22 @@ fn a_release_gives_a_free_lock_to_a_live_queued_writer_with_its_ttl() {
         .query(&mut con)
         .unwrap();
     assert_eq!(signal, vec!["granted".to_owned()]);
-    let queued: usize = redis::cmd("EXISTS")
-        .arg(queue(&resource))
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(queued, 0, "the granted waiter left the queue");
+    assert_eq!(
+        existing(&mut con, &[queue(&resource)]),
+        0,
+        "the granted waiter left the queue"
+    );
 }
 
 #[test]
 fn waiting_readers_are_handed_the_lock_together_and_a_waiting_writer_keeps_its_place() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let store = own_store(&redis, 0);
-    let resource = unique("readers");
-    let mut holder = Key::new(resource.clone());
-    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    let Held {
+        mut con,
+        store,
+        resource,
+        mut holder,
+        redis: _server,
+    } = held("readers", None);
     queue_by_hand(&mut con, &resource, "reader-1", "s", 60_000);
     queue_by_hand(&mut con, &resource, "writer", "x", 60_000);
     queue_by_hand(&mut con, &resource, "reader-2", "s", 60_000);
@@ -248,76 +277,77 @@ fn waiting_readers_are_handed_the_lock_together_and_a_waiting_writer_keeps_its_p
         vec!["reader-1".to_owned(), "reader-2".to_owned()],
         "readers are not blocked by a waiting writer"
     );
-    let queued: Vec<String> = redis::cmd("ZRANGE")
-        .arg(queue(&resource))
-        .arg(0)
-        .arg(-1)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(queued, vec!["writer".to_owned()]);
+    assert_eq!(
+        members(&mut con, &queue(&resource)),
+        vec!["writer".to_owned()]
+    );
 }
 
 #[test]
 fn a_release_skips_waiters_not_seen_alive() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let store = own_store(&redis, 0);
-    let resource = unique("ghost");
-    let mut holder = Key::new(resource.clone());
-    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    let Held {
+        mut con,
+        store,
+        resource,
+        mut holder,
+        redis: _server,
+    } = held("ghost", None);
     queue_by_hand(&mut con, &resource, "ghost", "x", -1);
 
     store.delete(&mut holder).unwrap();
 
-    let left: usize = redis::cmd("EXISTS")
-        .arg(&resource)
-        .arg(queue(&resource))
-        .arg(details(&resource))
-        .arg(grant(&resource, "ghost"))
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(left, 0, "the lock is free and the dead waiter forgotten");
+    let leftovers = [
+        resource.clone(),
+        queue(&resource),
+        details(&resource),
+        grant(&resource, "ghost"),
+    ];
+    assert_eq!(
+        existing(&mut con, &leftovers),
+        0,
+        "the lock is free and the dead waiter forgotten"
+    );
     let mut newcomer = Key::new(resource);
     store.save(&mut newcomer, Mode::Exclusive, None).unwrap();
 }
 
 #[test]
 fn a_waiter_that_gives_up_leaves_the_queue_and_the_next_release_frees_the_lock() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let holder_store = own_store(&redis, 0);
-    let resource = unique("give-up");
-    let mut holder = Key::new(resource.clone());
-    holder_store
-        .save(&mut holder, Mode::Exclusive, None)
-        .unwrap();
-
+    let Held {
+        redis,
+        mut con,
+        store,
+        resource,
+        mut holder,
+    } = held("give-up", None);
     let (outcome, _release, waiter) =
         spawn_waiter(&redis, 1, resource.clone(), Duration::from_millis(300));
     let (_, taken, _) = outcome.recv().unwrap();
     waiter.join().unwrap();
     assert!(!taken, "the deadline passed while the lock was held");
-    let queued: usize = redis::cmd("ZCARD")
-        .arg(queue(&resource))
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(queued, 0, "the waiter left the queue");
+    assert_eq!(
+        members(&mut con, &queue(&resource)),
+        Vec::<String>::new(),
+        "the waiter left the queue"
+    );
 
-    holder_store.delete(&mut holder).unwrap();
-    let held: usize = redis::cmd("EXISTS").arg(&resource).query(&mut con).unwrap();
-    assert_eq!(held, 0, "nobody was handed the lock");
+    store.delete(&mut holder).unwrap();
+    assert_eq!(
+        existing(&mut con, &[resource]),
+        0,
+        "nobody was handed the lock"
+    );
 }
 
 #[test]
 fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
-    let redis = RedisServer::start();
-    let holder_store = own_store(&redis, 0);
-    let resource = unique("expires");
-    let mut holder = Key::new(resource.clone());
-    holder_store
-        .save(&mut holder, Mode::Exclusive, Some(ttl(0.3)))
-        .unwrap();
-
+    let Held {
+        redis,
+        store,
+        resource,
+        holder,
+        ..
+    } = held("expires", Some(ttl(0.3)));
     let (outcome, release, waiter) = spawn_waiter(&redis, 1, resource, Duration::from_secs(10));
     let (_, taken, report) = outcome.recv().unwrap();
     assert!(
@@ -330,7 +360,7 @@ fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
     );
     assert!(report.polls >= 1, "{report:?}");
     assert!(
-        holder_store.exists(&holder).is_ok_and(|held| !held),
+        store.exists(&holder).is_ok_and(|held| !held),
         "the old holder no longer holds it"
     );
     release.send(()).unwrap();
