@@ -24,15 +24,21 @@ enum Flavour {
 pub struct PhpClientRunner {
     client: Zval,
     flavour: Flavour,
+    /// `\RedisCluster`, whose raw commands name the key (node) first.
+    cluster: bool,
     name: String,
 }
+
+/// `\Redis::OPT_PREFIX` (the same in every phpredis release).
+const PHPREDIS_OPT_PREFIX: i64 = 2;
 
 impl PhpClientRunner {
     /// A runner over the client object in `connection`, or `None` when it is not a supported client.
     pub fn new(connection: &Zval) -> Option<Self> {
         let object = connection.object()?;
         let is = |class: &str| ClassEntry::try_find(class).is_some_and(|ce| object.instance_of(ce));
-        let flavour = if is("Redis") || is("RedisCluster") {
+        let cluster = is("RedisCluster");
+        let flavour = if is("Redis") || cluster {
             Flavour::PhpRedis
         } else if is("Predis\\ClientInterface") {
             Flavour::Predis
@@ -49,6 +55,7 @@ impl PhpClientRunner {
         Some(PhpClientRunner {
             client,
             flavour,
+            cluster,
             name,
         })
     }
@@ -111,6 +118,41 @@ impl PhpClientRunner {
         }
     }
 
+    /// BLPOP `list` for up to `seconds` through the client; the reply (an array when popped).
+    fn blocking_pop(&self, list: &[u8], seconds: &str) -> Result<Zval, RunError> {
+        match self.flavour {
+            // phpredis 5 takes whole seconds only in blPop(): BLPOP goes raw, with the client's key
+            // prefix applied here as blPop() would.
+            Flavour::PhpRedis => {
+                let prefix = call(&self.client, "getOption", vec![&PHPREDIS_OPT_PREFIX])?
+                    .string()
+                    .unwrap_or_default();
+                let mut name = Zval::new();
+                name.set_binary([prefix.as_bytes(), list].concat());
+                let _ = call(&self.client, "clearLastError", vec![]);
+                if self.cluster {
+                    call(
+                        &self.client,
+                        "rawCommand",
+                        vec![&name, &"BLPOP", &name, &seconds],
+                    )
+                } else {
+                    call(&self.client, "rawCommand", vec![&"BLPOP", &name, &seconds])
+                }
+            }
+            // Predis prefixes BLPOP's keys itself and passes the timeout on as given.
+            Flavour::Predis => {
+                let mut name = Zval::new();
+                name.set_binary(list.to_vec());
+                let mut lists = ZendHashTable::new();
+                lists
+                    .push(name)
+                    .map_err(|e| RunError::Server(format!("cannot pass the list name: {e}")))?;
+                call(&self.client, "blpop", vec![&lists, &seconds])
+            }
+        }
+    }
+
     fn describe(&self, error: Option<String>) -> String {
         format!(
             "Redis through {}: {}",
@@ -149,6 +191,28 @@ impl ScriptRunner for PhpClientRunner {
         })?;
         // Scripts answer 1 or 0; phpredis and Predis give them as PHP ints (false would be Redis nil).
         Ok(reply.long().unwrap_or(0))
+    }
+
+    /// A blocking wait through the client (BLPOP): a hand-over reaches a waiter at once here too.
+    /// The client's own read timeout must outlast it (phpredis and Predis default to PHP's
+    /// `default_socket_timeout`, 60 s).
+    fn wait_signal(&self, key: &[u8], timeout: std::time::Duration) -> Result<bool, RunError> {
+        let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
+        let reply = self.blocking_pop(key, &seconds).map_err(|e| match e {
+            RunError::Connection(m) => {
+                RunError::Connection(format!("Redis through {}: {m}", self.name))
+            }
+            other => other,
+        })?;
+        if let Some(message) = predis_error(&reply) {
+            return Err(RunError::Server(self.describe(Some(message))));
+        }
+        if self.flavour == Flavour::PhpRedis && is_false(&reply) {
+            if let Some(error) = last_error(&self.client) {
+                return Err(RunError::Server(self.describe(Some(error))));
+            }
+        }
+        Ok(reply.array().is_some_and(|popped| !popped.is_empty()))
     }
 
     fn is_native(&self) -> bool {

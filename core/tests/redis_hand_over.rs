@@ -35,7 +35,7 @@ fn details(resource: &str) -> String {
 }
 
 fn grant(resource: &str, token: &str) -> String {
-    format!("deadbolt:grant:{{{resource}}}:{token}")
+    format!("deadbolt:waiters:{{{resource}}}:{token}")
 }
 
 fn server_ms(con: &mut redis::Connection) -> i64 {

@@ -14,9 +14,10 @@ use Symfony\Component\Lock\LockFactory as SymfonyLockFactory;
 use Symfony\Component\Lock\Store\RedisStore as SymfonyRedisStore;
 
 /**
- * Redis waits (DSN stores): a Deadbolt release pushes a signal that wakes a waiter of another process blocked in
- * BLPOP; a symfony/lock holder does not signal, and the waiter still gets the lock by polling. Which of the two
- * happened is told by the waiter's own Deadbolt\Metrics (wakeups / polls), never by a clock.
+ * Redis waits: a Deadbolt release hands the lock over to a waiter of another process blocked in BLPOP (a DSN store,
+ * or a \Redis / Predis client with a key prefix); a symfony/lock holder does not hand over, and the waiter still gets
+ * the lock by polling. Which of the two happened is told by the waiter's own Deadbolt\Metrics (wakeups / polls),
+ * never by a clock.
  */
 final class WakeUpTest extends BeyondTestCase
 {
@@ -68,13 +69,68 @@ final class WakeUpTest extends BeyondTestCase
     }
 
     /**
-     * A forked child that resets its metrics, waits in acquire(true, 10) and sends back the outcome with its counters;
-     * it holds the lock until told 'bye'.
+     * @return iterable<string, array{string}>
      */
-    private function startWaiter(string $dsn, string $resource): ForkedChild
+    public static function prefixedClients(): iterable
     {
-        return $this->fork(static function (Channel $parent) use ($dsn, $resource): void {
-            $lock = (new LockFactory(new RedisStore($dsn)))->createLock($resource, 60.0);
+        yield 'phpredis' => ['phpredis'];
+        yield 'Predis' => ['predis'];
+    }
+
+    /**
+     * The waiter BLPOPs through the client, on its grant list under the client's key prefix, and the release (through
+     * another connection with the same prefix) hands the lock over to it.
+     *
+     * @dataProvider prefixedClients
+     */
+    public function testAReleaseHandsTheLockToAWaiterOnAPrefixedPhpClient(string $flavour): void
+    {
+        $prefix = uniqid('deadbolt-prefix-', true).':';
+        $resource = 'hand-over-'.bin2hex(random_bytes(6));
+        // Predis 1.1's key-prefix processor uses "static::" callables, which PHP 8.2 reports as deprecated.
+        $reporting = error_reporting(E_ALL & ~E_DEPRECATED);
+        try {
+            $holder = (new LockFactory(new RedisStore(self::prefixedClient($flavour, $prefix))))->createLock($resource, 60.0);
+            $this->assertTrue($holder->acquire());
+
+            $waiter = $this->startWaiter(null, $resource, static fn (): object => self::prefixedClient($flavour, $prefix));
+            $this->assertTrue(self::waitUntilBlockedInRedis($waiter->pid), 'the waiter blocks in BLPOP');
+            $holder->release();
+
+            $result = unserialize($waiter->receive(30.0));
+            $this->assertTrue($result['acquired'], 'the waiter took the lock');
+            $this->assertSame(1, $result['counters']['wakeups'], 'handed over: '.json_encode($result['counters']));
+            $this->assertSame(1, SharedRedis::client()->exists($prefix.$resource), 'the lock is under the prefix');
+            $this->assertFalse($holder->acquire(false), 'the waiter holds it now');
+            $waiter->send('bye');
+            $waiter->wait(10.0);
+            $this->assertTrue($holder->acquire(false), 'free once the waiter released');
+            $holder->release();
+        } finally {
+            error_reporting($reporting);
+        }
+        $this->assertSame([], SharedRedis::client()->keys('*'.$resource.'*'), 'no key left behind');
+    }
+
+    private static function prefixedClient(string $flavour, string $prefix): object
+    {
+        if ('predis' === $flavour) {
+            return SharedRedis::newPredis(['prefix' => $prefix]);
+        }
+        $client = SharedRedis::newPhpRedis();
+        $client->setOption(\Redis::OPT_PREFIX, $prefix);
+
+        return $client;
+    }
+
+    /**
+     * A forked child that resets its metrics, waits in acquire(true, 10) and sends back the outcome with its counters;
+     * it holds the lock until told 'bye'. Its store is on $dsn, or on the client $client() makes.
+     */
+    private function startWaiter(?string $dsn, string $resource, ?\Closure $client = null): ForkedChild
+    {
+        return $this->fork(static function (Channel $parent) use ($dsn, $resource, $client): void {
+            $lock = (new LockFactory(new RedisStore($dsn ?? $client())))->createLock($resource, 60.0);
             Metrics::reset();
             $acquired = $lock->acquire(true, 10.0);
             $parent->send(serialize(['acquired' => $acquired, 'counters' => Metrics::snapshot()['counters']]));

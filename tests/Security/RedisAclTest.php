@@ -127,7 +127,7 @@ final class RedisAclTest extends DeadboltTestCase
             $store->waitAndSave($key);
             $store->delete($key);
 
-            // A blocking wait handed the lock by another process's release (BLPOP on deadbolt:grant:{...}:TOKEN).
+            // A blocking wait handed the lock by another process's release (BLPOP on deadbolt:waiters:{...}:TOKEN).
             $holder = $this->spawn(<<<'PHP'
                 $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('app:wait', 30.0);
                 $lock->acquire() || exit(3);

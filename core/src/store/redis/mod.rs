@@ -7,7 +7,7 @@
 //! expires, so tokens never go back); while someone waits, `deadbolt:waiters:{resource}`, the queue
 //! of waiters (token -> arrival), and `deadbolt:waiting:{resource}`, their details (token -> "alive
 //! until, mode, TTL"), both gone a second after the last waiter last asked; and for a waiter that a
-//! release handed the lock over to, `deadbolt:grant:{resource}:TOKEN`, the list that tells it so
+//! release handed the lock over to, `deadbolt:waiters:{resource}:TOKEN`, the list that tells it so
 //! (its BLPOP reads it).
 
 pub mod dsn;
@@ -270,7 +270,8 @@ struct WaitKeys {
 
 impl WaitKeys {
     fn new(resource: &[u8], token: &str) -> Self {
-        let mut grant = companion(b"deadbolt:grant:{", resource);
+        // Named after the queue, as handover.lua names it.
+        let mut grant = queue_key(resource);
         grant.push(b':');
         grant.extend_from_slice(token.as_bytes());
         WaitKeys {
@@ -491,6 +492,6 @@ mod tests {
         assert_eq!(fence_key(b"orders:42"), b"deadbolt:fence:{orders:42}");
         assert_eq!(queue_key(b""), b"deadbolt:waiters:{}");
         let keys = WaitKeys::new(b"r", "T0k+/=");
-        assert_eq!(keys.grant, b"deadbolt:grant:{r}:T0k+/=");
+        assert_eq!(keys.grant, b"deadbolt:waiters:{r}:T0k+/=");
     }
 }

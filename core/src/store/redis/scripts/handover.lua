@@ -5,8 +5,10 @@
 -- A waiter for a shared lock is granted together with every other live reader in the queue.
 -- Waiters not seen alive for ALIVE_MS are dropped on the way. No-op while the lock is still held
 -- (other readers, a symfony/lock holder) or nobody waits.
+-- A waiter's grant list is named after the queue (KEYS[2] .. ":" .. token), as the waiter names
+-- it: a client-side key prefix (phpredis, Predis) then applies to both alike.
 local function grant_list(waiter)
-    return "deadbolt:grant:{" .. key .. "}:" .. waiter
+    return KEYS[2] .. ":" .. waiter
 end
 
 local function hand_over()
