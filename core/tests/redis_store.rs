@@ -315,3 +315,37 @@ fn a_release_wakes_a_waiter_through_the_signal_list() {
         "woken by the release, not by polling alone: {report:?}"
     );
 }
+
+#[test]
+fn a_wait_outlasts_a_restarted_server_that_is_still_loading_its_data() {
+    use std::time::{Duration, Instant};
+    let mut redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut con = redis.client();
+    // Enough data that loading it back takes a while (seconds), saved where the restart reads it.
+    redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(4_000_000)
+        .exec(&mut con)
+        .unwrap();
+    redis::cmd("SAVE").exec(&mut con).unwrap();
+    drop(con);
+    redis.restart();
+
+    let store = store_for(&redis.url());
+    let mut key = Key::new(unique("loading"));
+    let err = store.save(&mut key, Mode::Exclusive, None).unwrap_err();
+    assert!(
+        err.to_string().contains("loading the dataset"),
+        "a non-blocking acquire fails at once while Redis loads: {err}"
+    );
+    let mut report = deadbolt_core::WaitReport::default();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let taken = store
+        .wait(&mut key, Mode::Exclusive, None, Some(deadline), &mut report)
+        .unwrap();
+    assert!(taken, "the wait took the lock once Redis had loaded");
+    assert!(
+        report.polls >= 1,
+        "it waited through the loading: {report:?}"
+    );
+}

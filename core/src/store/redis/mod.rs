@@ -246,6 +246,12 @@ impl RedisStore {
     }
 }
 
+/// Whether `e` is the store's answer that Redis is still loading its data after a restart.
+fn is_loading(e: &Error) -> bool {
+    matches!(e, Error::Storage { source: Some(cause), .. }
+        if cause.downcast_ref::<RunError>().is_some_and(RunError::is_loading))
+}
+
 /// How one attempt went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Attempt {
@@ -349,9 +355,11 @@ impl Store for RedisStore {
             if left == Some(Duration::ZERO) {
                 // Past the deadline: one last attempt, then leave the queue (releasing the lock
                 // should a release have handed it over meanwhile; should this fail, the entry
-                // expires within a second).
-                if self.attempt(key, mode, ttl, Some(&queue))? == Attempt::Taken {
-                    return Ok(true);
+                // expires within a second). A server still loading its data refuses it too.
+                match self.attempt(key, mode, ttl, Some(&queue)) {
+                    Ok(Attempt::Taken) => return Ok(true),
+                    Err(e) if !is_loading(&e) => return Err(e),
+                    _ => {}
                 }
                 let _ = self.run(&LEAVE, key, &queue.all(), &[]);
                 return Ok(false);
@@ -362,7 +370,17 @@ impl Store for RedisStore {
                 .min()
                 .unwrap_or(SIGNAL_POLL_CAP)
                 .max(Duration::from_millis(1));
-            match self.attempt_then_wait(key, mode, ttl, &queue, pause)? {
+            let attempt = match self.attempt_then_wait(key, mode, ttl, &queue, pause) {
+                // Redis restarted and is loading its data: the lock may well be held there; wait
+                // as for a holder that does not hand over, and ask again.
+                Err(e) if is_loading(&e) => {
+                    std::thread::sleep(pause);
+                    report.polls += 1;
+                    continue;
+                }
+                other => other?,
+            };
+            match attempt {
                 Attempt::Taken => return Ok(true),
                 Attempt::HandedOver => {
                     report.wakeups += 1;

@@ -23,6 +23,15 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+impl RunError {
+    /// Whether the server answered that it is still loading its data after a restart (`LOADING`;
+    /// the detail text is the same through redis-rs, phpredis and Predis): a wait tries again
+    /// later, anything else ends it.
+    pub fn is_loading(&self) -> bool {
+        matches!(self, RunError::Server(m) if m.contains("Redis is loading the dataset"))
+    }
+}
+
 /// What [`ScriptRunner::run_then_wait`] got: the script's reply, and the signal if one came.
 pub type RanThenWaited = (i64, Option<Vec<u8>>);
 
