@@ -294,25 +294,46 @@ impl WaitKeys {
 
 /// The resource's fencing counter, in the resource's hash slot.
 fn fence_key(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:fence:{", resource)
+    companion(b"deadbolt:fence:", resource)
 }
 
 /// The queue of waiters (token -> arrival), in the resource's hash slot.
 fn queue_key(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:waiters:{", resource)
+    companion(b"deadbolt:waiters:", resource)
 }
 
 /// The waiters' details (token -> "alive until, mode, TTL"), in the resource's hash slot.
 fn details_key(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:waiting:{", resource)
+    companion(b"deadbolt:waiting:", resource)
 }
 
+/// A key of Deadbolt's own for `resource`, in the resource's Redis Cluster hash slot, so that one
+/// script may touch both. The resource becomes the hash tag (`prefix{resource}`), unless it has a
+/// hash tag of its own, which must stay the first one: then `prefix=resource`. The two shapes
+/// never collide (`{` or `=` right after the prefix).
 fn companion(prefix: &[u8], resource: &[u8]) -> Vec<u8> {
-    let mut name = Vec::with_capacity(prefix.len() + resource.len() + 1);
+    let mut name = Vec::with_capacity(prefix.len() + resource.len() + 2);
     name.extend_from_slice(prefix);
-    name.extend_from_slice(resource);
-    name.push(b'}');
+    if has_hash_tag(resource) {
+        name.push(b'=');
+        name.extend_from_slice(resource);
+    } else {
+        name.push(b'{');
+        name.extend_from_slice(resource);
+        name.push(b'}');
+    }
     name
+}
+
+/// Whether Redis Cluster hashes only part of `key`: a `{` followed later by a `}` with something
+/// in between.
+fn has_hash_tag(key: &[u8]) -> bool {
+    key.iter().position(|b| *b == b'{').is_some_and(|open| {
+        key[open + 1..]
+            .iter()
+            .position(|b| *b == b'}')
+            .is_some_and(|len| len > 0)
+    })
 }
 
 /// Milliseconds for Redis, rounded up so a tiny TTL never becomes 0.
@@ -511,5 +532,18 @@ mod tests {
         assert_eq!(queue_key(b""), b"deadbolt:waiters:{}");
         let keys = WaitKeys::new(b"r", "T0k+/=");
         assert_eq!(keys.grant, b"deadbolt:waiters:{r}:T0k+/=");
+    }
+
+    #[test]
+    fn a_resource_with_its_own_hash_tag_keeps_it_first_in_its_companions() {
+        assert_eq!(
+            fence_key(b"user:{42}:cart"),
+            b"deadbolt:fence:=user:{42}:cart"
+        );
+        assert_eq!(queue_key(b"{x}"), b"deadbolt:waiters:={x}");
+        assert_ne!(queue_key(b"{x}"), queue_key(b"x"));
+        // No tag: an empty pair of braces, or a closing brace first.
+        assert_eq!(queue_key(b"a{}b"), b"deadbolt:waiters:{a{}b}");
+        assert_eq!(queue_key(b"a}b{"), b"deadbolt:waiters:{a}b{}");
     }
 }
