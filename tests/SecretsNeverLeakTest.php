@@ -6,7 +6,7 @@ namespace Deadbolt\Tests;
 
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\PhpProcess;
-use Deadbolt\Tests\Support\RedisServer;
+use Deadbolt\Tests\Support\ProtectedRedisFixture;
 
 /**
  * Neither the Redis password nor any lock token may show in what Deadbolt lets out: exception messages (whole
@@ -19,55 +19,29 @@ use Deadbolt\Tests\Support\RedisServer;
  */
 final class SecretsNeverLeakTest extends DeadboltTestCase
 {
+    use ProtectedRedisFixture;
+
     /** Needs percent-encoding in a DSN: both forms are looked for. */
     private const PASSWORD = 'S3cr3t@pw:7f1e9d/x';
     private const WRONG_PASSWORD = 'Wr0ng@pw:2b4c6d/y';
     private const USER = 'locker';
     private const PASSWORD_ENV = 'DEADBOLT_TEST_LEAK_PASSWORD';
 
-    private ?RedisServer $server = null;
-
-    protected function tearDown(): void
-    {
-        $this->server?->stop();
-        $this->server = null;
-    }
-
-    /**
-     * @return iterable<string, array{'dsn'|'env'}>
-     */
-    public static function passwordSources(): iterable
-    {
-        yield 'password in the DSN' => ['dsn'];
-        yield 'password from password_env' => ['env'];
-    }
-
     /**
      * @dataProvider passwordSources
      */
     public function testNeitherThePasswordNorATokenShowsAnywhere(string $source): void
     {
-        $server = $this->server = RedisServer::start(['requirepass' => self::PASSWORD]);
-        $admin = $server->client(self::PASSWORD);
-        $admin->rawCommand('ACL', 'SETUSER', self::USER, 'on', '>'.self::PASSWORD, '~*', '&*', '+@all');
-        $admin->hSet('typed-as-hash', 'field', 'value');
+        $server = $this->startProtectedServer();
 
-        $process = PhpProcess::start(self::CHILD, [
-            'port' => $server->port,
-            'source' => $source,
-            'user' => self::USER,
-            'password' => self::PASSWORD,
-            'wrong' => self::WRONG_PASSWORD,
-            'env' => self::PASSWORD_ENV,
-        ], true, array_merge(deadbolt_php_command(), ['-d', 'zend.exception_ignore_args=0', '-d', 'error_log=/dev/null']));
+        $process = PhpProcess::start(self::CHILD, $this->childVars($server, $source), true, array_merge(deadbolt_php_command(), ['-d', 'zend.exception_ignore_args=0', '-d', 'error_log=/dev/null']));
         try {
             $this->assertSame('stop the server', $process->readLine(), $process->stderr());
             $server->stop();
             $process->writeLine('stopped');
             $this->assertSame('restart the server', $process->readLine(), $process->stderr());
             $server->restart();
-            $admin = $server->client(self::PASSWORD);
-            $admin->rawCommand('ACL', 'SETUSER', self::USER, 'on', '>'.self::PASSWORD, '~*', '&*', '+@all');
+            $this->prepareProtectedServer($server);
             $process->writeLine('restarted');
             $exit = $process->waitForExit();
         } finally {

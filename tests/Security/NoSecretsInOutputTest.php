@@ -6,7 +6,7 @@ namespace Deadbolt\Tests\Security;
 
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\PhpProcess;
-use Deadbolt\Tests\Support\RedisServer;
+use Deadbolt\Tests\Support\ProtectedRedisFixture;
 
 /**
  * The whole-process view of tests/SecretsNeverLeakTest.php: nothing a php process running Deadbolt lets out shows the
@@ -21,40 +21,19 @@ use Deadbolt\Tests\Support\RedisServer;
  */
 final class NoSecretsInOutputTest extends DeadboltTestCase
 {
+    use ProtectedRedisFixture;
+
     private const PASSWORD = 'Wh0le-Pr0c3ss@pw:9/q';
     private const WRONG_PASSWORD = 'Wr0ng-Wh0le@pw:3/z';
     private const USER = 'locker';
     private const PASSWORD_ENV = 'DEADBOLT_TEST_WHOLE_PROCESS_PASSWORD';
-
-    private ?RedisServer $server = null;
-
-    protected function tearDown(): void
-    {
-        $this->server?->stop();
-        $this->server = null;
-    }
-
-    /**
-     * @return iterable<string, array{'dsn'|'env'}>
-     */
-    public static function passwordSources(): iterable
-    {
-        yield 'password in the DSN' => ['dsn'];
-        yield 'password from password_env' => ['env'];
-    }
 
     /**
      * @dataProvider passwordSources
      */
     public function testNoSecretInAnyOutputOfTheProcess(string $source): void
     {
-        $server = $this->server = RedisServer::start(['requirepass' => self::PASSWORD, 'maxmemory-policy' => 'allkeys-lru']);
-        $setUp = function () use ($server): void {
-            $admin = $server->client(self::PASSWORD);
-            $admin->rawCommand('ACL', 'SETUSER', self::USER, 'on', '>'.self::PASSWORD, '~*', '&*', '+@all');
-            $admin->hSet('typed-as-hash', 'field', 'value');
-        };
-        $setUp();
+        $server = $this->startProtectedServer(['maxmemory-policy' => 'allkeys-lru']);
         $dir = $this->tempDir();
         $files = ['error_log' => $dir.'/php-error.log', 'logger' => $dir.'/logger.log', 'tokens' => $dir.'/tokens.json'];
 
@@ -63,22 +42,14 @@ final class NoSecretsInOutputTest extends DeadboltTestCase
             '-d', 'html_errors=0', '-d', 'zend.exception_ignore_args=0',
         ]);
         $consumed = ''; // the lines read to sync with the child: part of its stdout
-        $process = PhpProcess::start(self::CHILD, [
-            'port' => $server->port,
-            'source' => $source,
-            'user' => self::USER,
-            'password' => self::PASSWORD,
-            'wrong' => self::WRONG_PASSWORD,
-            'env' => self::PASSWORD_ENV,
-            'files' => $files,
-        ], true, $command);
+        $process = PhpProcess::start(self::CHILD, $this->childVars($server, $source) + ['files' => $files], true, $command);
         try {
             $consumed .= self::readUntil($process, 'stop the server');
             $server->stop();
             $process->writeLine('stopped');
             $consumed .= self::readUntil($process, 'restart the server');
             $server->restart();
-            $setUp();
+            $this->prepareProtectedServer($server);
             $process->writeLine('restarted');
             $exit = $process->waitForExit();
         } finally {
