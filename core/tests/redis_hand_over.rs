@@ -204,7 +204,6 @@ fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
     let leftovers = [
         resource.clone(),
         queue(&resource),
-        details(&resource),
         grant(&resource, &first_token),
         grant(&resource, &second_token),
     ];
@@ -213,6 +212,12 @@ fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
         0,
         "the lock and the queue are gone after the last release"
     );
+    // The record of the hand-overs lasts at most a second more.
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(details(&resource))
+        .query(&mut con)
+        .unwrap();
+    assert!(pttl == -2 || (1..=1000).contains(&pttl), "{pttl}");
 }
 
 #[test]
@@ -362,6 +367,39 @@ fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
     assert!(
         store.exists(&holder).is_ok_and(|held| !held),
         "the old holder no longer holds it"
+    );
+    release.send(()).unwrap();
+    waiter.join().unwrap();
+}
+
+#[test]
+fn a_hand_over_that_its_waiter_never_reads_is_taken_back() {
+    let Held {
+        redis,
+        mut con,
+        store,
+        resource,
+        mut holder,
+    } = held("unread", None);
+    // A waiter that asked a moment ago and died since: the release hands it the lock (30 s TTL).
+    queue_by_hand(&mut con, &resource, "dead-waiter", "x", 60_000);
+    store.delete(&mut holder).unwrap();
+    assert!(members(&mut con, &resource).contains(&"dead-waiter".to_owned()));
+
+    let (outcome, release, waiter) =
+        spawn_waiter(&redis, 1, resource.clone(), Duration::from_secs(10));
+    let (token, taken, report) = outcome.recv().unwrap();
+    assert!(
+        taken,
+        "a live waiter took the unread hand-over back long before its 30 s TTL ({report:?})"
+    );
+    let mut expected = vec![token, "__write__".to_owned()];
+    expected.sort();
+    assert_eq!(members(&mut con, &resource), expected);
+    assert_eq!(
+        existing(&mut con, &[grant(&resource, "dead-waiter")]),
+        0,
+        "the unread signal is gone"
     );
     release.send(()).unwrap();
     waiter.join().unwrap();

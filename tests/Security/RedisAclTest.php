@@ -20,9 +20,9 @@ use Deadbolt\Tests\Support\RedisServer;
  * The minimal set was found by removing one command at a time from a working set and watching ACL LOG: the
  * connection sends AUTH (always allowed) and CONFIG GET maxmemory-policy (refused here: no eviction warning, no
  * error); the top-level commands are SCRIPT LOAD, EVALSHA (EVAL as the fallback of a PHP client on NOSCRIPT) and
- * BLPOP (hand-overs to blocking waiters); the scripts run, under the user's own rights, DEL EXISTS HDEL HGET HSET
- * INCR LPOP LPUSH PEXPIRE PEXPIREAT PTTL TIME TYPE ZADD ZCARD ZRANGE ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE. No PING,
- * HELLO, CLIENT or SELECT.
+ * BLPOP (hand-overs to blocking waiters); the scripts run, under the user's own rights, DEL EXISTS HDEL HGET HGETALL
+ * HSET INCR LLEN LPOP LPUSH PEXPIRE PEXPIREAT PTTL TIME TYPE ZADD ZCARD ZRANGE ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE.
+ * No PING, HELLO, CLIENT or SELECT.
  *
  * The server has maxmemory-policy allkeys-lru: were CONFIG GET allowed, Deadbolt would warn; refused, it must not.
  */
@@ -36,7 +36,8 @@ final class RedisAclTest extends DeadboltTestCase
     public const RULES = [
         'resetkeys', '~app:*', '~deadbolt:*', 'resetchannels', '-@all',
         '+script|load', '+evalsha', '+eval', '+blpop',
-        '+del', '+exists', '+hdel', '+hget', '+hset', '+incr', '+lpop', '+lpush', '+pexpire', '+pexpireat', '+pttl',
+        '+del', '+exists', '+hdel', '+hget', '+hgetall', '+hset', '+incr', '+llen', '+lpop', '+lpush', '+pexpire',
+        '+pexpireat', '+pttl',
         '+time', '+type', '+zadd', '+zcard', '+zrange', '+zrem', '+zremrangebyscore', '+zrevrange', '+zscore',
     ];
 

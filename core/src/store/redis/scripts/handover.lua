@@ -3,8 +3,10 @@
 -- that waiter's TTL, and one signal on the waiter's own grant list tells it so: the waiter needs no
 -- further round trip, and nobody (the releaser straight back, a newcomer) can take the lock first.
 -- A waiter for a shared lock is granted together with every other live reader in the queue.
--- Waiters not seen alive for ALIVE_MS are dropped on the way. No-op while the lock is still held
--- (other readers, a symfony/lock holder) or nobody waits.
+-- Waiters not seen alive for ALIVE_MS are dropped on the way. A grant is recorded in KEYS[3]
+-- ("granted <ms>"), so that waiters take it back if its signal stays unread (prelude.lua,
+-- take_back_unread). No-op while the lock is still held (other readers, a symfony/lock holder) or
+-- nobody waits.
 -- A waiter's grant list is named after the queue (KEYS[2] .. ":" .. token), as the waiter names
 -- it: a client-side key prefix (phpredis, Predis) then applies to both alike.
 local function grant_list(waiter)
@@ -32,7 +34,8 @@ local function hand_over()
             end
             until_max = math.max(until_max or 0, expiry)
             redis.call("ZREM", KEYS[2], waiter)
-            redis.call("HDEL", KEYS[3], waiter)
+            redis.call("HSET", KEYS[3], waiter, "granted " .. now)
+            redis.call("PEXPIRE", KEYS[3], ALIVE_MS)
             local list = grant_list(waiter)
             redis.call("LPUSH", list, "granted")
             redis.call("PEXPIRE", list, 60000)

@@ -13,6 +13,11 @@ local token = ARGV[1]
 -- while it waits): a waiter that died is skipped by hand-overs after this long.
 local ALIVE_MS = 1000
 
+-- How long a hand-over may stay unread (its "granted" signal still in the waiter's grant list)
+-- before waiters take it back: a live waiter reads it at once (its BLPOP is served by the release
+-- itself) or at its next attempt; one that died never does, and must not hold the lock for its TTL.
+local CLAIM_MS = 250
+
 -- Server time in milliseconds: member scores are absolute expiries, as symfony/lock writes them.
 local function now_ms()
     local clock = redis.call("TIME")
@@ -62,6 +67,28 @@ local function held(mode, now)
         end
     end
     return -left
+end
+
+-- Hand-overs (handover.lua records them in KEYS[3] as "granted <ms>") whose signal nobody read
+-- within CLAIM_MS are taken back: the waiter's token (and __write__, which can only be its own
+-- while its token is there) leaves the lock. True when one was taken back. Run by waiters only.
+local function take_back_unread(now)
+    local taken_back = false
+    local details = redis.call("HGETALL", KEYS[3])
+    for i = 1, #details, 2 do
+        local waiter = details[i]
+        local granted_at = tonumber(string.match(details[i + 1], "^granted (%d+)$"))
+        if granted_at and waiter ~= token and now - granted_at > CLAIM_MS then
+            local list = KEYS[2] .. ":" .. waiter
+            if redis.call("LLEN", list) > 0 and redis.call("ZSCORE", key, waiter) then
+                redis.call("ZREM", key, waiter, "__write__")
+                taken_back = true
+            end
+            redis.call("DEL", list)
+            redis.call("HDEL", KEYS[3], waiter)
+        end
+    end
+    return taken_back
 end
 
 -- A waiter that got the lock leaves the queue; a hand-over signal that it did not read goes too

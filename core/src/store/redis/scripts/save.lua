@@ -7,6 +7,9 @@ if kind ~= "none" and kind ~= "zset" then
 end
 local now = now_ms()
 local expiry = now + tonumber(ARGV[2])
+if kind == "zset" and waiting and take_back_unread(now) then
+    kind = redis.call("TYPE", key).ok
+end
 if kind == "none" then
     redis.call("ZADD", key, expiry, token, expiry, "__write__")
     redis.call("PEXPIREAT", key, expiry)
