@@ -6,9 +6,9 @@
 //! `deadbolt:fence:{resource}`, the fencing counter (made on the first getFencingToken(); never
 //! expires, so tokens never go back); while someone waits, `deadbolt:waiters:{resource}`, the queue
 //! of waiters (token -> arrival), and `deadbolt:waiting:{resource}`, their details (token -> "alive
-//! until, mode, TTL"), both gone a second after the last waiter last asked; and for a waiter that a
-//! release handed the lock over to, `deadbolt:waiters:{resource}:TOKEN`, the list that tells it so
-//! (its BLPOP reads it).
+//! until, mode, TTL") and recent hand-overs, both gone 400 ms after the last waiter last asked;
+//! and for a waiter that a release handed the lock over to, `deadbolt:waiters:{resource}:TOKEN`,
+//! the list that tells it so (its BLPOP reads it).
 
 pub mod dsn;
 pub mod native;
@@ -376,7 +376,7 @@ impl Store for RedisStore {
             if left == Some(Duration::ZERO) {
                 // Past the deadline: one last attempt, then leave the queue (releasing the lock
                 // should a release have handed it over meanwhile; should this fail, the entry
-                // expires within a second). A server still loading its data refuses it too.
+                // expires within 400 ms). A server still loading its data refuses it too.
                 match self.attempt(key, mode, ttl, Some(&queue)) {
                     Ok(Attempt::Taken) => return Ok(true),
                     Err(e) if !is_loading(&e) => return Err(e),

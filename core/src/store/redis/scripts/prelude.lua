@@ -10,8 +10,9 @@ local key = KEYS[1]
 local token = ARGV[1]
 
 -- How long a waiter counts as alive after it last asked (it asks again at least every 100 ms
--- while it waits): a waiter that died is skipped by hand-overs after this long.
-local ALIVE_MS = 1000
+-- while it waits): a waiter that died, or lost its connection (a restarted Redis, a dead proxy),
+-- is skipped by hand-overs after this long. Each hand-over to such a waiter costs CLAIM_MS.
+local ALIVE_MS = 400
 
 -- How long a hand-over may stay unread (its "granted" signal still in the waiter's grant list)
 -- before waiters take it back: a live waiter reads it at once (its BLPOP is served by the release
