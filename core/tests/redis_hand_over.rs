@@ -404,3 +404,33 @@ fn a_hand_over_that_its_waiter_never_reads_is_taken_back() {
     release.send(()).unwrap();
     waiter.join().unwrap();
 }
+
+#[test]
+fn hand_over_records_go_with_the_locks_they_gave() {
+    let Held {
+        mut con,
+        store,
+        resource,
+        mut holder,
+        redis: _server,
+    } = held("records", None);
+    // Twenty hand-overs in a row, each to a waiter with a token of its own (as every Lock has),
+    // each released by its waiter in turn.
+    for n in 0..20 {
+        let waiter = format!("waiter-{n}");
+        queue_by_hand(&mut con, &resource, &waiter, "x", 60_000);
+        store.delete(&mut holder).unwrap();
+        assert!(members(&mut con, &resource).contains(&waiter), "{waiter}");
+        holder = Key::import(resource.clone(), waiter).unwrap();
+    }
+    let recorded = |con: &mut redis::Connection| -> usize {
+        redis::cmd("HLEN")
+            .arg(details(&resource))
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(recorded(&mut con), 1, "only the current holder's hand-over");
+    // The last one released while nobody waits.
+    store.delete(&mut holder).unwrap();
+    assert_eq!(recorded(&mut con), 0);
+}

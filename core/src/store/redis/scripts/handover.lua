@@ -14,6 +14,13 @@ local function grant_list(waiter)
 end
 
 local function hand_over()
+    -- Nobody waits and no hand-over is recorded: the common case of a release, one call.
+    if redis.call("EXISTS", KEYS[3]) == 0 then
+        return
+    end
+    -- The record of a hand-over to me, if this lock came to me that way: done with. (Every Lock has
+    -- a token of its own, so records must go as their locks do, or the hash grows with each one.)
+    redis.call("HDEL", KEYS[3], token)
     if redis.call("EXISTS", KEYS[2]) == 0 or redis.call("EXISTS", key) == 1 then
         return
     end
