@@ -121,7 +121,7 @@ impl RedisStore {
                 self.prepare(key, mode, ttl),
                 key,
                 &queue.all(),
-                &[ttl_ms.as_bytes(), b"wait"],
+                &[ttl_ms.as_bytes(), b"wait", b"", queue.overdue()],
             )?,
         };
         self.outcome(key, reply)
@@ -143,11 +143,12 @@ impl RedisStore {
         let pause_ms = pause.as_millis().to_string();
         let token = key.token()?.as_str().to_owned();
         let keys = [key.resource(), &queue.queue, &queue.details, &queue.grant];
-        let argv: [&[u8]; 4] = [
+        let argv: [&[u8]; 5] = [
             token.as_bytes(),
             ttl_ms.as_bytes(),
             b"wait",
             pause_ms.as_bytes(),
+            queue.overdue(),
         ];
         let Some(pipelined) = self
             .runner
@@ -266,12 +267,18 @@ enum Attempt {
     Soon(Option<Duration>),
 }
 
+/// How long a wait goes before its attempts also look for hand-overs nobody read (the scripts'
+/// CLAIM_MS): before that, an unread one cannot be what holds it up.
+const TAKE_BACK_AFTER: Duration = Duration::from_millis(250);
+
 /// The keys a waiting caller names besides the resource: the queue of waiters, their details,
-/// and its own grant list (which the hand-over in the release scripts names the same way).
+/// and its own grant list (which the hand-over in the release scripts names the same way); and
+/// when the wait began.
 struct WaitKeys {
     queue: Vec<u8>,
     details: Vec<u8>,
     grant: Vec<u8>,
+    since: Instant,
 }
 
 impl WaitKeys {
@@ -284,6 +291,17 @@ impl WaitKeys {
             queue: queue_key(resource),
             details: details_key(resource),
             grant,
+            since: Instant::now(),
+        }
+    }
+
+    /// The scripts' ARGV[5]: "1" once the wait has lasted long enough that an unread hand-over
+    /// may be what holds it up (then the attempt takes such hand-overs back).
+    fn overdue(&self) -> &'static [u8] {
+        if self.since.elapsed() > TAKE_BACK_AFTER {
+            b"1"
+        } else {
+            b""
         }
     }
 

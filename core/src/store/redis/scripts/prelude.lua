@@ -48,6 +48,9 @@ end
 -- its own, when there is nothing to wait for.
 local waiting = ARGV[3] == "wait"
 local pause = tonumber(ARGV[4])
+-- ARGV[5] is "1" once the caller has waited longer than CLAIM_MS: only then may a hand-over that
+-- nobody read be what holds it up, and its attempts look for one (take_back_unread).
+local overdue = ARGV[5] == "1"
 
 -- A refusal that tells the caller how long the holder may still hold it: minus the key's
 -- remaining milliseconds (at least 1). A waiter joins the queue (keeping its first arrival) and
@@ -72,7 +75,7 @@ end
 
 -- Hand-overs (handover.lua records them in KEYS[3] as "granted <ms>") whose signal nobody read
 -- within CLAIM_MS are taken back: the waiter's token (and __write__, which can only be its own
--- while its token is there) leaves the lock. True when one was taken back. Run by waiters only.
+-- while its token is there) leaves the lock. True when one was taken back. Run by overdue waiters.
 local function take_back_unread(now)
     local taken_back = false
     local details = redis.call("HGETALL", KEYS[3])

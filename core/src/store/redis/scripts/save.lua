@@ -7,7 +7,7 @@ if kind ~= "none" and kind ~= "zset" then
 end
 local now = now_ms()
 local expiry = now + tonumber(ARGV[2])
-if kind == "zset" and waiting and take_back_unread(now) then
+if kind == "zset" and overdue and take_back_unread(now) then
     kind = redis.call("TYPE", key).ok
 end
 if kind == "none" then
