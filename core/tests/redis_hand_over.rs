@@ -81,7 +81,7 @@ fn queue_by_hand(
 }
 
 /// A fresh server, a connection to inspect it, and a store whose `holder` holds `name` (unique).
-/// Bind `redis` when destructuring: the server stops when it is dropped.
+/// Keep it whole while the test runs: the server stops when `redis` is dropped.
 struct Held {
     redis: RedisServer,
     con: redis::Connection,
@@ -158,21 +158,15 @@ fn spawn_waiter(redis: &RedisServer, n: u32, resource: String, patience: Duratio
 
 #[test]
 fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
-    let Held {
-        redis,
-        mut con,
-        store,
-        resource,
-        mut holder,
-    } = held("hand-over", None);
+    let mut h = held("hand-over", None);
     let (first, release_first, first_thread) =
-        spawn_waiter(&redis, 1, resource.clone(), Duration::from_secs(20));
-    until_queued(&mut con, &resource, 1);
+        spawn_waiter(&h.redis, 1, h.resource.clone(), Duration::from_secs(20));
+    until_queued(&mut h.con, &h.resource, 1);
     let (second, release_second, second_thread) =
-        spawn_waiter(&redis, 2, resource.clone(), Duration::from_secs(20));
-    until_queued(&mut con, &resource, 2);
+        spawn_waiter(&h.redis, 2, h.resource.clone(), Duration::from_secs(20));
+    until_queued(&mut h.con, &h.resource, 2);
 
-    store.delete(&mut holder).unwrap();
+    h.store.delete(&mut h.holder).unwrap();
     let (first_token, taken, report) = first.recv().unwrap();
     assert!(taken, "the first waiter got the lock");
     assert_eq!(
@@ -181,14 +175,14 @@ fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
     );
     let mut expected = vec![first_token.clone(), "__write__".to_owned()];
     expected.sort();
-    assert_eq!(members(&mut con, &resource), expected);
+    assert_eq!(members(&mut h.con, &h.resource), expected);
     assert!(
         second.try_recv().is_err(),
         "the second waiter still waits while the first holds the lock"
     );
-    let mut newcomer = Key::new(resource.clone());
+    let mut newcomer = Key::new(h.resource.clone());
     assert!(
-        store.save(&mut newcomer, Mode::Exclusive, None).is_err(),
+        h.store.save(&mut newcomer, Mode::Exclusive, None).is_err(),
         "nobody can take the lock while the first waiter holds it"
     );
 
@@ -196,52 +190,46 @@ fn a_release_hands_the_lock_to_the_longest_waiter_then_to_the_next() {
     let (second_token, taken, report) = second.recv().unwrap();
     assert!(taken, "the second waiter got the lock next");
     assert_eq!(report.wakeups, 1, "{report:?}");
-    assert!(members(&mut con, &resource).contains(&second_token));
+    assert!(members(&mut h.con, &h.resource).contains(&second_token));
     release_second.send(()).unwrap();
     first_thread.join().unwrap();
     second_thread.join().unwrap();
 
     let leftovers = [
-        resource.clone(),
-        queue(&resource),
-        grant(&resource, &first_token),
-        grant(&resource, &second_token),
+        h.resource.clone(),
+        queue(&h.resource),
+        grant(&h.resource, &first_token),
+        grant(&h.resource, &second_token),
     ];
     assert_eq!(
-        existing(&mut con, &leftovers),
+        existing(&mut h.con, &leftovers),
         0,
         "the lock and the queue are gone after the last release"
     );
     // The record of the hand-overs lasts at most a second more.
     let pttl: i64 = redis::cmd("PTTL")
-        .arg(details(&resource))
-        .query(&mut con)
+        .arg(details(&h.resource))
+        .query(&mut h.con)
         .unwrap();
     assert!(pttl == -2 || (1..=1000).contains(&pttl), "{pttl}");
 }
 
 #[test]
 fn a_release_gives_a_free_lock_to_a_live_queued_writer_with_its_ttl() {
-    let Held {
-        mut con,
-        store,
-        resource,
-        mut holder,
-        redis: _server,
-    } = held("grant", None);
-    queue_by_hand(&mut con, &resource, "waiter-token", "x", 60_000);
+    let mut h = held("grant", None);
+    queue_by_hand(&mut h.con, &h.resource, "waiter-token", "x", 60_000);
 
-    let before = server_ms(&mut con);
-    store.delete(&mut holder).unwrap();
+    let before = server_ms(&mut h.con);
+    h.store.delete(&mut h.holder).unwrap();
 
     assert_eq!(
-        members(&mut con, &resource),
+        members(&mut h.con, &h.resource),
         vec!["__write__".to_owned(), "waiter-token".to_owned()]
     );
     let score: f64 = redis::cmd("ZSCORE")
-        .arg(&resource)
+        .arg(&h.resource)
         .arg("waiter-token")
-        .query(&mut con)
+        .query(&mut h.con)
         .unwrap();
     let expiry = score as i64 - before;
     assert!(
@@ -249,14 +237,14 @@ fn a_release_gives_a_free_lock_to_a_live_queued_writer_with_its_ttl() {
         "granted with the waiter's TTL (30 s), got {expiry} ms"
     );
     let signal: Vec<String> = redis::cmd("LRANGE")
-        .arg(grant(&resource, "waiter-token"))
+        .arg(grant(&h.resource, "waiter-token"))
         .arg(0)
         .arg(-1)
-        .query(&mut con)
+        .query(&mut h.con)
         .unwrap();
     assert_eq!(signal, vec!["granted".to_owned()]);
     assert_eq!(
-        existing(&mut con, &[queue(&resource)]),
+        existing(&mut h.con, &[queue(&h.resource)]),
         0,
         "the granted waiter left the queue"
     );
@@ -264,81 +252,63 @@ fn a_release_gives_a_free_lock_to_a_live_queued_writer_with_its_ttl() {
 
 #[test]
 fn waiting_readers_are_handed_the_lock_together_and_a_waiting_writer_keeps_its_place() {
-    let Held {
-        mut con,
-        store,
-        resource,
-        mut holder,
-        redis: _server,
-    } = held("readers", None);
-    queue_by_hand(&mut con, &resource, "reader-1", "s", 60_000);
-    queue_by_hand(&mut con, &resource, "writer", "x", 60_000);
-    queue_by_hand(&mut con, &resource, "reader-2", "s", 60_000);
+    let mut h = held("readers", None);
+    queue_by_hand(&mut h.con, &h.resource, "reader-1", "s", 60_000);
+    queue_by_hand(&mut h.con, &h.resource, "writer", "x", 60_000);
+    queue_by_hand(&mut h.con, &h.resource, "reader-2", "s", 60_000);
 
-    store.delete(&mut holder).unwrap();
+    h.store.delete(&mut h.holder).unwrap();
 
     assert_eq!(
-        members(&mut con, &resource),
+        members(&mut h.con, &h.resource),
         vec!["reader-1".to_owned(), "reader-2".to_owned()],
         "readers are not blocked by a waiting writer"
     );
     assert_eq!(
-        members(&mut con, &queue(&resource)),
+        members(&mut h.con, &queue(&h.resource)),
         vec!["writer".to_owned()]
     );
 }
 
 #[test]
 fn a_release_skips_waiters_not_seen_alive() {
-    let Held {
-        mut con,
-        store,
-        resource,
-        mut holder,
-        redis: _server,
-    } = held("ghost", None);
-    queue_by_hand(&mut con, &resource, "ghost", "x", -1);
+    let mut h = held("ghost", None);
+    queue_by_hand(&mut h.con, &h.resource, "ghost", "x", -1);
 
-    store.delete(&mut holder).unwrap();
+    h.store.delete(&mut h.holder).unwrap();
 
     let leftovers = [
-        resource.clone(),
-        queue(&resource),
-        details(&resource),
-        grant(&resource, "ghost"),
+        h.resource.clone(),
+        queue(&h.resource),
+        details(&h.resource),
+        grant(&h.resource, "ghost"),
     ];
     assert_eq!(
-        existing(&mut con, &leftovers),
+        existing(&mut h.con, &leftovers),
         0,
         "the lock is free and the dead waiter forgotten"
     );
-    let mut newcomer = Key::new(resource);
-    store.save(&mut newcomer, Mode::Exclusive, None).unwrap();
+    let mut newcomer = Key::new(h.resource);
+    h.store.save(&mut newcomer, Mode::Exclusive, None).unwrap();
 }
 
 #[test]
 fn a_waiter_that_gives_up_leaves_the_queue_and_the_next_release_frees_the_lock() {
-    let Held {
-        redis,
-        mut con,
-        store,
-        resource,
-        mut holder,
-    } = held("give-up", None);
+    let mut h = held("give-up", None);
     let (outcome, _release, waiter) =
-        spawn_waiter(&redis, 1, resource.clone(), Duration::from_millis(300));
+        spawn_waiter(&h.redis, 1, h.resource.clone(), Duration::from_millis(300));
     let (_, taken, _) = outcome.recv().unwrap();
     waiter.join().unwrap();
     assert!(!taken, "the deadline passed while the lock was held");
     assert_eq!(
-        members(&mut con, &queue(&resource)),
+        members(&mut h.con, &queue(&h.resource)),
         Vec::<String>::new(),
         "the waiter left the queue"
     );
 
-    store.delete(&mut holder).unwrap();
+    h.store.delete(&mut h.holder).unwrap();
     assert_eq!(
-        existing(&mut con, &[resource]),
+        existing(&mut h.con, &[h.resource]),
         0,
         "nobody was handed the lock"
     );
@@ -346,14 +316,8 @@ fn a_waiter_that_gives_up_leaves_the_queue_and_the_next_release_frees_the_lock()
 
 #[test]
 fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
-    let Held {
-        redis,
-        store,
-        resource,
-        holder,
-        ..
-    } = held("expires", Some(ttl(0.3)));
-    let (outcome, release, waiter) = spawn_waiter(&redis, 1, resource, Duration::from_secs(10));
+    let h = held("expires", Some(ttl(0.3)));
+    let (outcome, release, waiter) = spawn_waiter(&h.redis, 1, h.resource, Duration::from_secs(10));
     let (_, taken, report) = outcome.recv().unwrap();
     assert!(
         taken,
@@ -365,7 +329,7 @@ fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
     );
     assert!(report.polls >= 1, "{report:?}");
     assert!(
-        store.exists(&holder).is_ok_and(|held| !held),
+        h.store.exists(&h.holder).is_ok_and(|held| !held),
         "the old holder no longer holds it"
     );
     release.send(()).unwrap();
@@ -374,20 +338,14 @@ fn a_holder_that_expires_without_releasing_is_followed_by_its_waiter() {
 
 #[test]
 fn a_hand_over_that_its_waiter_never_reads_is_taken_back() {
-    let Held {
-        redis,
-        mut con,
-        store,
-        resource,
-        mut holder,
-    } = held("unread", None);
+    let mut h = held("unread", None);
     // A waiter that asked a moment ago and died since: the release hands it the lock (30 s TTL).
-    queue_by_hand(&mut con, &resource, "dead-waiter", "x", 60_000);
-    store.delete(&mut holder).unwrap();
-    assert!(members(&mut con, &resource).contains(&"dead-waiter".to_owned()));
+    queue_by_hand(&mut h.con, &h.resource, "dead-waiter", "x", 60_000);
+    h.store.delete(&mut h.holder).unwrap();
+    assert!(members(&mut h.con, &h.resource).contains(&"dead-waiter".to_owned()));
 
     let (outcome, release, waiter) =
-        spawn_waiter(&redis, 1, resource.clone(), Duration::from_secs(10));
+        spawn_waiter(&h.redis, 1, h.resource.clone(), Duration::from_secs(10));
     let (token, taken, report) = outcome.recv().unwrap();
     assert!(
         taken,
@@ -395,9 +353,9 @@ fn a_hand_over_that_its_waiter_never_reads_is_taken_back() {
     );
     let mut expected = vec![token, "__write__".to_owned()];
     expected.sort();
-    assert_eq!(members(&mut con, &resource), expected);
+    assert_eq!(members(&mut h.con, &h.resource), expected);
     assert_eq!(
-        existing(&mut con, &[grant(&resource, "dead-waiter")]),
+        existing(&mut h.con, &[grant(&h.resource, "dead-waiter")]),
         0,
         "the unread signal is gone"
     );
@@ -407,30 +365,29 @@ fn a_hand_over_that_its_waiter_never_reads_is_taken_back() {
 
 #[test]
 fn hand_over_records_go_with_the_locks_they_gave() {
-    let Held {
-        mut con,
-        store,
-        resource,
-        mut holder,
-        redis: _server,
-    } = held("records", None);
+    let mut h = held("records", None);
     // Twenty hand-overs in a row, each to a waiter with a token of its own (as every Lock has),
     // each released by its waiter in turn.
     for n in 0..20 {
         let waiter = format!("waiter-{n}");
-        queue_by_hand(&mut con, &resource, &waiter, "x", 60_000);
-        store.delete(&mut holder).unwrap();
-        assert!(members(&mut con, &resource).contains(&waiter), "{waiter}");
-        holder = Key::import(resource.clone(), waiter).unwrap();
+        queue_by_hand(&mut h.con, &h.resource, &waiter, "x", 60_000);
+        h.store.delete(&mut h.holder).unwrap();
+        assert!(
+            members(&mut h.con, &h.resource).contains(&waiter),
+            "{waiter}"
+        );
+        h.holder = Key::import(h.resource.clone(), waiter).unwrap();
     }
+    let records = details(&h.resource);
     let recorded = |con: &mut redis::Connection| -> usize {
-        redis::cmd("HLEN")
-            .arg(details(&resource))
-            .query(con)
-            .unwrap()
+        redis::cmd("HLEN").arg(&records).query(con).unwrap()
     };
-    assert_eq!(recorded(&mut con), 1, "only the current holder's hand-over");
+    assert_eq!(
+        recorded(&mut h.con),
+        1,
+        "only the current holder's hand-over"
+    );
     // The last one released while nobody waits.
-    store.delete(&mut holder).unwrap();
-    assert_eq!(recorded(&mut con), 0);
+    h.store.delete(&mut h.holder).unwrap();
+    assert_eq!(recorded(&mut h.con), 0);
 }
