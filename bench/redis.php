@@ -30,7 +30,7 @@
  *
  * Every resource name carries a prefix unique to the run (deadbolt-bench:<random>:<variant>:<n>). At the end (also
  * after an error) every key whose name contains that prefix is deleted, the lock keys and the keys a store derives
- * from them (Deadbolt's deadbolt:fence:{name} and deadbolt:wake:{name}); what remained after release is reported.
+ * from them (Deadbolt's deadbolt:fence:{name}, deadbolt:waiters:{name} and deadbolt:waiting:{name}); what remained after release is reported.
  *
  * Env: DEADBOLT_REDIS_PORT (when --port is not given), SYMFONY_LOCK_AUTOLOAD, PREDIS_AUTOLOAD (library paths).
  */
@@ -240,7 +240,7 @@ function commandStats(Resp $redis): array
 
 /**
  * The keys of this run: every key whose name contains the run prefix, the lock keys themselves and whatever a store
- * derives from a resource name (Deadbolt's deadbolt:fence:{name} and deadbolt:wake:{name}, for instance).
+ * derives from a resource name (Deadbolt's deadbolt:fence:{name} and deadbolt:waiters:{name}, for instance).
  *
  * @return array<string, array<string, list<string>>> variant letter => key shape (the resource name replaced by NAME)
  *   => keys
