@@ -153,6 +153,16 @@ impl PhpClientRunner {
         }
     }
 
+    /// A connection failure says which client it came through (server errors already do).
+    fn through(&self, e: RunError) -> RunError {
+        match e {
+            RunError::Connection(m) => {
+                RunError::Connection(format!("Redis through {}: {m}", self.name))
+            }
+            other => other,
+        }
+    }
+
     fn describe(&self, error: Option<String>) -> String {
         format!(
             "Redis through {}: {}",
@@ -183,12 +193,7 @@ impl ScriptRunner for PhpClientRunner {
             Flavour::PhpRedis => self.run_phpredis(script, argv, key_count),
             Flavour::Predis => self.run_predis(script, argv, key_count),
         }
-        .map_err(|e| match e {
-            RunError::Connection(m) => {
-                RunError::Connection(format!("Redis through {}: {m}", self.name))
-            }
-            other => other,
-        })?;
+        .map_err(|e| self.through(e))?;
         // Scripts answer 1 or 0; phpredis and Predis give them as PHP ints (false would be Redis nil).
         Ok(reply.long().unwrap_or(0))
     }
@@ -198,12 +203,9 @@ impl ScriptRunner for PhpClientRunner {
     /// `default_socket_timeout`, 60 s).
     fn wait_signal(&self, key: &[u8], timeout: std::time::Duration) -> Result<bool, RunError> {
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
-        let reply = self.blocking_pop(key, &seconds).map_err(|e| match e {
-            RunError::Connection(m) => {
-                RunError::Connection(format!("Redis through {}: {m}", self.name))
-            }
-            other => other,
-        })?;
+        let reply = self
+            .blocking_pop(key, &seconds)
+            .map_err(|e| self.through(e))?;
         if let Some(message) = predis_error(&reply) {
             return Err(RunError::Server(self.describe(Some(message))));
         }

@@ -129,15 +129,7 @@ final class RedisAclTest extends DeadboltTestCase
             $store->delete($key);
 
             // A blocking wait handed the lock by another process's release (BLPOP on deadbolt:waiters:{...}:TOKEN).
-            $holder = $this->spawn(<<<'PHP'
-                $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('app:wait', 30.0);
-                $lock->acquire() || exit(3);
-                echo "held\n";
-                fgets(STDIN);
-                $lock->release();
-                echo "released\n";
-                PHP, ['dsn' => $this->dsn()]);
-            $this->assertSame('held', $holder->readLine(), $holder->stderr());
+            $holder = $this->holderProcess('app:wait');
             $waiter = $factory->createLock('app:wait', 30.0);
             $this->assertFalse($waiter->acquire(false));
             $holder->writeLine('go');
@@ -212,16 +204,8 @@ final class RedisAclTest extends DeadboltTestCase
         $reader1->release();
         $reader2->release();
 
-        // A blocking wait through the client object (polling) ends when another process releases.
-        $holder = $this->spawn(<<<'PHP'
-            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('app:client-wait', 30.0);
-            $lock->acquire() || exit(3);
-            echo "held\n";
-            fgets(STDIN);
-            $lock->release();
-            echo "released\n";
-            PHP, ['dsn' => $this->dsn()]);
-        $this->assertSame('held', $holder->readLine(), $holder->stderr());
+        // A blocking wait through the client object (BLPOP through it) ends when another process releases.
+        $holder = $this->holderProcess('app:client-wait');
         $waiter = $factory->createLock('app:client-wait', 30.0);
         $holder->writeLine('go');
         $this->assertTrue($waiter->acquire(true));
@@ -250,6 +234,25 @@ final class RedisAclTest extends DeadboltTestCase
         $this->assertStringNotContainsString(self::PASSWORD, $text);
         $this->assertStringNotContainsString(rawurlencode(self::PASSWORD), $text);
         $this->assertStringNotContainsString(self::ADMIN_PASSWORD, $text);
+    }
+
+    /**
+     * Another php process, as the ACL user, that holds $resource until it reads a line, then releases it and says
+     * "released".
+     */
+    private function holderProcess(string $resource): PhpProcess
+    {
+        $holder = $this->spawn(<<<'PHP'
+            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock($vars['resource'], 30.0);
+            $lock->acquire() || exit(3);
+            echo "held\n";
+            fgets(STDIN);
+            $lock->release();
+            echo "released\n";
+            PHP, ['dsn' => $this->dsn(), 'resource' => $resource]);
+        $this->assertSame('held', $holder->readLine(), $holder->stderr());
+
+        return $holder;
     }
 
     /**

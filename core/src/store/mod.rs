@@ -58,7 +58,7 @@ pub trait Store {
         deadline: Option<Instant>,
         report: &mut WaitReport,
     ) -> Result<bool> {
-        poll(deadline, report, |_| None, || self.save(key, mode, ttl))
+        poll(deadline, report, || self.save(key, mode, ttl))
     }
 
     /// Extends the lock of `key` by `ttl` (stores whose locks never expire only check ownership).
@@ -121,13 +121,11 @@ pub trait Extender: Send + Sync {
     fn extend(&self, resource: &[u8], token: &str, ttl: Ttl) -> Result<bool>;
 }
 
-/// Retries `save` until it stops conflicting or `deadline` passes. Between attempts it waits for
-/// `signal(max)` (a store's wake-up, which answers whether it was woken) or, without one, sleeps
-/// 90-110 ms (never past the deadline).
+/// Retries `save` until it stops conflicting or `deadline` passes, sleeping 90-110 ms between
+/// attempts (never past the deadline).
 pub(crate) fn poll(
     deadline: Option<Instant>,
     report: &mut WaitReport,
-    mut signal: impl FnMut(Duration) -> Option<Result<bool>>,
     mut save: impl FnMut() -> Result<()>,
 ) -> Result<bool> {
     loop {
@@ -144,15 +142,8 @@ pub(crate) fn poll(
             }
             pause = pause.min(left);
         }
-        match signal(pause) {
-            Some(Ok(true)) => report.wakeups += 1,
-            Some(Ok(false)) => report.polls += 1,
-            Some(Err(e)) => return Err(e),
-            None => {
-                std::thread::sleep(pause);
-                report.polls += 1;
-            }
-        }
+        std::thread::sleep(pause);
+        report.polls += 1;
     }
 }
 

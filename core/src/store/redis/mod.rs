@@ -74,6 +74,20 @@ impl RedisStore {
         companions: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<i64> {
+        self.call(key, companions, args, |keys, argv| {
+            self.runner.run(script, keys, argv)
+        })
+    }
+
+    /// Makes `runner` run a script with KEYS = the resource and `companions`, ARGV = the key's
+    /// token and `args`; its failure becomes a storage error about the key.
+    fn call<T>(
+        &self,
+        key: &Key,
+        companions: &[&[u8]],
+        args: &[&[u8]],
+        runner: impl FnOnce(&[&[u8]], &[&[u8]]) -> std::result::Result<T, RunError>,
+    ) -> Result<T> {
         let token = key.token()?;
         let keys: Vec<&[u8]> = std::iter::once(key.resource())
             .chain(companions.iter().copied())
@@ -81,9 +95,7 @@ impl RedisStore {
         let argv: Vec<&[u8]> = std::iter::once(token.as_str().as_bytes())
             .chain(args.iter().copied())
             .collect();
-        self.runner
-            .run(script, &keys, &argv)
-            .map_err(|e| self.storage_error(key, e))
+        runner(&keys, &argv).map_err(|e| self.storage_error(key, e))
     }
 
     fn storage_error(&self, key: &Key, e: RunError) -> Error {
@@ -114,11 +126,13 @@ impl RedisStore {
         ttl: Ttl,
         queue: Option<&WaitKeys>,
     ) -> Result<Attempt> {
+        let script = self.prepare(key, mode, ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
         let reply = match queue {
-            None => self.run(self.prepare(key, mode, ttl), key, &[], &[ttl_ms.as_bytes()])?,
+            None => self.run(script, key, &[], &[ttl_ms.as_bytes()])?,
+            // No pause given: the script sends no signal of its own, nobody would read it.
             Some(queue) => self.run(
-                self.prepare(key, mode, ttl),
+                script,
                 key,
                 &queue.all(),
                 &[ttl_ms.as_bytes(), b"wait", b"", queue.overdue()],
@@ -141,19 +155,18 @@ impl RedisStore {
         let script = self.prepare(key, mode, ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
         let pause_ms = pause.as_millis().to_string();
-        let token = key.token()?.as_str().to_owned();
-        let keys = [key.resource(), &queue.queue, &queue.details, &queue.grant];
-        let argv: [&[u8]; 5] = [
-            token.as_bytes(),
+        let args = [
             ttl_ms.as_bytes(),
             b"wait",
             pause_ms.as_bytes(),
             queue.overdue(),
         ];
-        let Some(pipelined) = self
-            .runner
-            .run_then_wait(script, &keys, &argv, &queue.grant, pause)
-        else {
+        let pipelined = self.call(key, &queue.all(), &args, |keys, argv| {
+            self.runner
+                .run_then_wait(script, keys, argv, &queue.grant, pause)
+                .transpose()
+        })?;
+        let Some((reply, signal)) = pipelined else {
             // A runner that cannot pipeline (a PHP client): attempt, then wait, in turn.
             return match self.attempt(key, mode, ttl, Some(queue))? {
                 Attempt::Held(left) => {
@@ -167,7 +180,6 @@ impl RedisStore {
                 other => Ok(other),
             };
         };
-        let (reply, signal) = pipelined.map_err(|e| self.storage_error(key, e))?;
         match (reply, signal.as_deref()) {
             (..1, Some(b"granted")) => self.accept_hand_over(key, ttl, asked),
             (..1, Some(b"soon")) => match self.outcome(key, reply)? {
@@ -283,12 +295,13 @@ struct WaitKeys {
 
 impl WaitKeys {
     fn new(resource: &[u8], token: &str) -> Self {
+        let queue = queue_key(resource);
         // Named after the queue, as handover.lua names it.
-        let mut grant = queue_key(resource);
+        let mut grant = queue.clone();
         grant.push(b':');
         grant.extend_from_slice(token.as_bytes());
         WaitKeys {
-            queue: queue_key(resource),
+            queue,
             details: details_key(resource),
             grant,
             since: Instant::now(),

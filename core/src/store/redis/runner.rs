@@ -46,16 +46,11 @@ pub trait ScriptRunner {
     /// [`RunError`] when the script could not run or the server answered with an error.
     fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError>;
 
-    /// Waits up to `timeout` for a wake-up signal on the list `key` (BLPOP); true when one came.
-    /// Runners that cannot block just sleep and answer false: the caller then polls.
+    /// Waits up to `timeout` for a signal on the list `key` (BLPOP); true when one came.
     ///
     /// # Errors
     /// [`RunError`] when the server cannot be reached.
-    fn wait_signal(&self, key: &[u8], timeout: std::time::Duration) -> Result<bool, RunError> {
-        let _ = key;
-        std::thread::sleep(timeout);
-        Ok(false)
-    }
+    fn wait_signal(&self, key: &[u8], timeout: std::time::Duration) -> Result<bool, RunError>;
 
     /// Runs `script`, and in the same round trip waits up to `timeout` for a signal on the list
     /// `key` (a pipelined BLPOP): the script's reply and the signal, if one came. The script is

@@ -1,6 +1,6 @@
 //! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is the
-//! shared prelude (plus the hand-over, for the scripts that release) and one operation, sent by
-//! SHA (EVALSHA) and loaded on NOSCRIPT.
+//! shared prelude (plus the waiting side for the scripts that take a lock, the hand-over for those
+//! that release) and one operation, sent by SHA (EVALSHA) and loaded on NOSCRIPT.
 
 use std::sync::LazyLock;
 
@@ -13,6 +13,15 @@ pub struct LockScript {
 impl LockScript {
     fn new(operation: &str) -> Self {
         Self::from_parts(&[include_str!("scripts/prelude.lua"), operation])
+    }
+
+    /// A script that takes a lock: its caller may wait, and join the queue of waiters.
+    fn taking(operation: &str) -> Self {
+        Self::from_parts(&[
+            include_str!("scripts/prelude.lua"),
+            include_str!("scripts/waiting.lua"),
+            operation,
+        ])
     }
 
     /// A script that releases: it may hand the lock over to a waiter.
@@ -52,10 +61,10 @@ impl LockScript {
 /// details and grant list). ARGV: token, ttl ms, "wait" for a waiter. Returns 1, or 0 / minus the
 /// holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/save.lua")));
+    LazyLock::new(|| LockScript::taking(include_str!("scripts/save.lua")));
 /// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1, or as `SAVE` when held.
 pub static SAVE_READ: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/save_read.lua")));
+    LazyLock::new(|| LockScript::taking(include_str!("scripts/save_read.lua")));
 /// Extend. ARGV: token, ttl ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));

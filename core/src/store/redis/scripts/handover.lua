@@ -4,7 +4,7 @@
 -- further round trip, and nobody (the releaser straight back, a newcomer) can take the lock first.
 -- A waiter for a shared lock is granted together with every other live reader in the queue.
 -- Waiters not seen alive for ALIVE_MS are dropped on the way. A grant is recorded in KEYS[3]
--- ("granted <ms>"), so that waiters take it back if its signal stays unread (prelude.lua,
+-- ("granted <ms>"), so that waiters take it back if its signal stays unread (waiting.lua,
 -- take_back_unread). No-op while the lock is still held (other readers, a symfony/lock holder) or
 -- nobody waits.
 -- A waiter's grant list is named after the queue (KEYS[2] .. ":" .. token), as the waiter names

@@ -1,14 +1,9 @@
 -- Exclusive lock: succeed when the set is empty, or when I already hold it (as the writer, or as
 -- the only reader: promotion; or because a release handed it over to me while I waited). Sets my
 -- token and __write__ to now + ttl. Returns 1, or (held) 0 / minus the holder's remaining ms.
-local kind = redis.call("TYPE", key).ok
+local kind, now, expiry = look()
 if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
-end
-local now = now_ms()
-local expiry = now + tonumber(ARGV[2])
-if kind == "zset" and overdue and take_back_unread(now) then
-    kind = redis.call("TYPE", key).ok
 end
 if kind == "none" then
     redis.call("ZADD", key, expiry, token, expiry, "__write__")

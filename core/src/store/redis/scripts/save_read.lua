@@ -1,13 +1,8 @@
 -- Shared lock: refused only while someone else writes. A writer asking for read is demoted.
 -- Refusals queue a waiter as save.lua does.
-local kind = redis.call("TYPE", key).ok
+local kind, now, expiry = look()
 if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
-end
-local now = now_ms()
-local expiry = now + tonumber(ARGV[2])
-if kind == "zset" and overdue and take_back_unread(now) then
-    kind = redis.call("TYPE", key).ok
 end
 if kind == "none" then
     redis.call("ZADD", key, expiry, token)
