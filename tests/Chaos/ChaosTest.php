@@ -154,7 +154,7 @@ final class ChaosTest extends DeadboltTestCase
         }
         $report = getenv('DEADBOLT_REPORT');
         if (false !== $report && '' !== $report) {
-            file_put_contents($report, $summary);
+            file_put_contents($report, $summary, FILE_APPEND);
         }
         if ('1' === getenv('DEADBOLT_CHAOS_KEEP')) {
             // Debugging aid: keep the histories.
