@@ -1,85 +1,107 @@
-# Deadbolt: the front door. `make demo` and `make test` work on a fresh Debian 12 machine.
+# Deadbolt: the front door. `make demo` and `make test` work on a fresh Debian 12 or Debian 13 machine.
+# PHP_CONFIG=/path/to/php-config selects another installed PHP (the php beside it runs the tests).
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+ifdef PHP_CONFIG
+export PHP_CONFIG
+endif
 
-SO        := $(CURDIR)/target/release/libdeadbolt.so
-PHP       := php -d extension=$(SO)
-PHPUNIT   := /usr/bin/phpunit
-RUN_DIR   := $(CURDIR)/target/test-run
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+SO         := $(TARGET_DIR)/release/libdeadbolt.so
+# The build tree's PHP: the extension just built, never an installed copy (scripts/php.sh says how).
+RUN_PHP    := bash scripts/php.sh $(SO)
+PHPUNIT    := bash scripts/phpunit.sh $(SO)
+RUN_DIR    := $(TARGET_DIR)/test-run
 
-.PHONY: all deps build demo test test-rust test-php test-valgrind test-soak lint bench install uninstall stubs clean
+.PHONY: all deps build demo test test-rust test-php test-valgrind test-soak test-debian13 test-dist test-install \
+        lint bench install uninstall dist clean
 
 all: build
 
 deps:
 	@bash scripts/bootstrap.sh
 
+# ext-php-rs reads PHP's headers through $PHP / $PHP_CONFIG; both name the PHP chosen above.
 build: deps
-	cargo build --release --locked
+	PHP=$$(bash scripts/php-binary.sh) cargo build --release --locked
 
 demo: build
 	@bash scripts/demo.sh $(SO)
 
-## Everything CI runs: formatting, lints, the engine's tests, the PHP suites against the built .so (short
-## versions of the php-fpm, worker, chaos and fuzz runs included), and a subset of them under valgrind.
-test: build lint test-rust test-php test-valgrind
+## Everything `make test` runs on this machine: formatting, lints, the engine's tests, the PHP suites against the
+## built .so (short versions of the php-fpm, worker, chaos and fuzz runs included; again against Valkey and
+## symfony/lock 7.4 where the platform has them), a subset of them under valgrind, and make install/uninstall on
+## this PHP's layout. `make test-debian13` runs the same on Debian 13; .ci/run runs both.
+test: build lint test-rust test-php test-valgrind test-install
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets --locked -- -D warnings
-	@for f in $$(find stubs examples bench tests -name '*.php'); do php -l $$f >/dev/null || exit 1; done
+	PHP=$$(bash scripts/php-binary.sh) cargo clippy --workspace --all-targets --locked -- -D warnings
+	@php=$$(bash scripts/php-binary.sh); for f in $$(find stubs examples bench tests php -name '*.php' 2>/dev/null); do \
+	  $$php -n -l $$f >/dev/null || exit 1; done
 
 test-rust:
-	cargo test --workspace --locked
+	PHP=$$(bash scripts/php-binary.sh) cargo test --workspace --locked
 
-# A private redis-server on a free loopback port lives exactly as long as the PHP suites.
+# Private servers on free loopback ports live exactly as long as the PHP suites (scripts/test-php.sh).
 test-php:
-	@bash scripts/redis-stop.sh $(RUN_DIR)/redis >/dev/null 2>&1 || true
-	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/redis) && \
-	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/redis' EXIT && \
-	  echo "redis-server on 127.0.0.1:$$port" && \
-	  DEADBOLT_SO=$(SO) DEADBOLT_REDIS_PORT=$$port $(PHP) $(PHPUNIT) -c phpunit.xml.dist
+	@bash scripts/test-php.sh $(SO) $(RUN_DIR)
 
-# Benchmarks print tables (never asserted); Redis ones get their own private redis-server.
 # The PHPUnit subset of scripts/valgrind-suite.sh under valgrind: no invalid access, no definite leak in
 # the extension.
 test-valgrind:
-	bash scripts/valgrind-suite.sh
+	DEADBOLT_SO=$(SO) bash scripts/valgrind-suite.sh
+
+# make install, then make uninstall, on this machine's PHP layout, checking what each one leaves.
+test-install:
+	@bash scripts/test-install.sh $(SO)
 
 ## The long versions: 50k php-fpm requests, 80k worker operations, minutes of chaos, 100k fuzzed calls,
 ## the whole PHPUnit suite under valgrind. A summary of what was driven goes to target/soak-report.txt.
 test-soak: build
-	@rm -f target/soak-report.txt; mkdir -p $(RUN_DIR)
+	@rm -f $(TARGET_DIR)/soak-report.txt; mkdir -p $(RUN_DIR)
 	@bash scripts/redis-stop.sh $(RUN_DIR)/redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/redis' EXIT && \
 	  for suite in tests/Runtime tests/Chaos tests/Fuzz; do \
-	    DEADBOLT_SOAK=1 DEADBOLT_REPORT=$(CURDIR)/target/soak-report.txt DEADBOLT_SO=$(SO) DEADBOLT_REDIS_PORT=$$port \
-	      $(PHP) $(PHPUNIT) -c phpunit.xml.dist $$suite || exit 1; \
+	    DEADBOLT_SOAK=1 DEADBOLT_REPORT=$(TARGET_DIR)/soak-report.txt DEADBOLT_REDIS_PORT=$$port \
+	      $(PHPUNIT) $$suite || exit 1; \
 	  done
-	SOAK=1 bash scripts/valgrind-suite.sh
-	@cat target/soak-report.txt 2>/dev/null || true
+	SOAK=1 DEADBOLT_SO=$(SO) bash scripts/valgrind-suite.sh
+	@cat $(TARGET_DIR)/soak-report.txt 2>/dev/null || true
 
+## The second platform: a Debian 13 root under target/roots/ (debootstrap, cached), the project built there with
+## the host's Rust toolchain, and `make test` run there against its PHP 8.4, Redis 8.0 and Valkey.
+test-debian13:
+	@bash scripts/test-debian13.sh
+
+## Binary packages for every PHP this machine builds for (the host's, and Debian 13's in its root): a PIE tarball
+## and a .deb each, and SHA256SUMS, in target/dist/.
+dist: build
+	@bash scripts/dist.sh
+
+## The packages installed where nothing but PHP is: fresh Debian 12 and 13 roots, and a /usr/local layout.
+test-dist: dist
+	@bash scripts/test-dist.sh
+
+# Benchmarks print tables (never asserted); Redis ones get their own private redis-server.
 bench: build
-	$(PHP) bench/flock.php
-	$(PHP) bench/memory.php
+	$(RUN_PHP) bench/flock.php
+	$(RUN_PHP) bench/memory.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
-	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/redis.php && \
-	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/contention.php --procs=1,4,8,16 && \
-	  DEADBOLT_REDIS_PORT=$$port $(PHP) bench/contention.php --procs=8 --think=1000 --no-png
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/redis.php && \
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=1,4,8,16 && \
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=8 --think=1000 --no-png
 
-# Installs the extension for every SAPI of PHP 8.2 (CLI and FPM): `php -m` then lists deadbolt.
+# Installs the built extension for every SAPI of this PHP (or $PHP_CONFIG's) and says what it wrote;
+# `make uninstall` removes exactly that (scripts/install.sh keeps the list).
 install: build
-	install -m 0755 $(SO) $$(php-config --extension-dir)/deadbolt.so
-	echo "extension=deadbolt.so" > /etc/php/8.2/mods-available/deadbolt.ini
-	phpenmod -v 8.2 deadbolt
-	@php -m | grep -qx deadbolt && echo "deadbolt installed: $$(php-config --extension-dir)/deadbolt.so"
+	@bash scripts/install.sh install $(SO)
 
 uninstall:
-	phpdismod -v 8.2 deadbolt || true
-	rm -f /etc/php/8.2/mods-available/deadbolt.ini $$(php-config --extension-dir)/deadbolt.so
+	@bash scripts/install.sh uninstall
 
 clean:
 	cargo clean

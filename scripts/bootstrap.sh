@@ -1,33 +1,51 @@
 #!/usr/bin/env bash
 # Installs the system packages Deadbolt builds and tests with, from Debian, only when missing.
 # Idempotent: a second run installs nothing and takes well under a second.
+#
+# The PHP is the distribution's default (Debian 12: 8.2, Debian 13: 8.4) through the unversioned php-* packages.
+# With PHP_CONFIG=/path/to/php-configX.Y set, that PHP is used instead and no PHP package is installed for it.
 set -euo pipefail
 
 packages=(
-  php8.2-cli php8.2-dev      # the PHP that loads the extension, and its headers for bindgen
   php-redis php-predis       # PHP Redis clients (interop and client-object stores)
-  phpunit                    # the PHP test runner
+  phpunit                    # the PHP test runner (Debian 12: 9.6, Debian 13: 11.5)
   php-symfony-lock           # the peer for interop tests and the benchmark anchor
-  redis-server               # the Redis that `make test` starts on a private port
+  redis-server redis-tools   # the Redis that `make test` starts on private ports
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
-  libssl-dev                 # TLS (rediss://) through the system's OpenSSL and CA store
-  php8.2-fpm libfcgi-bin     # php-fpm runtime tests
+  libssl-dev openssl         # TLS (rediss://) through the system's OpenSSL; openssl makes the TLS tests' CA
+  libfcgi-bin                # cgi-fcgi drives the php-fpm runtime tests
   pkg-config make procps     # build glue; ps/pkill for process tests
+  valgrind                   # make test runs a subset of the suites under valgrind
+  debootstrap                # the Debian 13 root of make test-debian13, the package tests of make test-dist
+  ca-certificates            # debootstrap and cargo over https
 )
+if [ -z "${PHP_CONFIG:-}" ]; then
+  packages+=(php-cli php-dev php-fpm)   # the distribution's default PHP, its headers, its FPM
+fi
+# Valkey is packaged from Debian 13 on; where it exists the Redis suites also run against it.
+optional=(valkey-server valkey-tools)
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
 missing=()
-for p in "${packages[@]}"; do
-  case "$p" in \#*) continue ;; esac
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+updated=0
 if ((${#missing[@]})); then
   echo "bootstrap: installing ${missing[*]}"
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
+  updated=1
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+for p in "${optional[@]}"; do
+  installed "$p" && continue
+  [ $updated = 1 ] || { $SUDO apt-get update -qq; updated=1; }
+  if apt-cache show "$p" >/dev/null 2>&1; then
+    echo "bootstrap: installing $p"
+    $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null
+  fi
+done
 
 # The Rust toolchain: rustup's when present (this project's machines ship one), else Debian's.
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
@@ -35,7 +53,8 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
 fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "bootstrap: no cargo found; installing Debian's Rust toolchain"
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get install -y -qq --no-install-recommends cargo rustc >/dev/null
 fi
-echo "bootstrap: $(php -r 'echo "PHP ", PHP_VERSION;'), $(cargo --version), $(redis-server --version | cut -d' ' -f3)"
+
+php=$(bash "$(dirname "$0")/php-binary.sh")
+echo "bootstrap: $("$php" -n -r 'echo "PHP ", PHP_VERSION;') ($php), $(cargo --version), $(redis-server --version | cut -d' ' -f3)"

@@ -88,7 +88,7 @@ final class SymfonyFlockInteropTest extends DeadboltTestCase
     {
         $resource = uniqid(__METHOD__, true);
         $symfonyProcess = $this->spawn(<<<'PHP'
-            require '/usr/share/php/Symfony/Component/Lock/autoload.php';
+            require getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
             $factory = new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\FlockStore($vars['dir']));
             $lock = $factory->createLock($vars['resource']);
             echo $lock->acquire(false) ? "holding\n" : "refused\n";
@@ -115,7 +115,7 @@ final class SymfonyFlockInteropTest extends DeadboltTestCase
         $deadbolt = $this->deadboltLock($resource);
         $deadbolt->acquire();
         $probe = <<<'PHP'
-            require '/usr/share/php/Symfony/Component/Lock/autoload.php';
+            require getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
             $factory = new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\FlockStore($vars['dir']));
             $lock = $factory->createLock($vars['resource']);
             echo $lock->acquire(false) ? 'acquired' : 'refused';

@@ -189,7 +189,7 @@ final class SymfonyRedisInteropTest extends DeadboltTestCase
     {
         $resource = uniqid(__METHOD__, true);
         $symfonyProcess = $this->spawn(<<<'PHP'
-            require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
+            require_once getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
             $redis = new \Redis();
             $redis->connect('127.0.0.1', $vars['port']);
             $lock = (new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\RedisStore($redis)))->createLock($vars['resource'], 60.0);
@@ -226,7 +226,7 @@ final class SymfonyRedisInteropTest extends DeadboltTestCase
         $deadbolt = $this->deadboltFactory()->createLock($resource, 30.0);
         $deadbolt->acquire();
         $probe = <<<'PHP'
-            require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
+            require_once getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
             $redis = new \Redis();
             $redis->connect('127.0.0.1', $vars['port']);
             $lock = (new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\RedisStore($redis)))->createLock($vars['resource']);

@@ -94,9 +94,10 @@ final class RedisServer
 
     private static function findRedisServer(): string
     {
+        $server = deadbolt_redis_binary('server');
         foreach (explode(PATH_SEPARATOR, (string) getenv('PATH')) + [99 => '/usr/bin', 100 => '/usr/sbin'] as $dir) {
-            if ($dir !== '' && is_executable($dir . '/redis-server')) {
-                return $dir . '/redis-server';
+            if ($dir !== '' && is_executable($dir . '/' . $server)) {
+                return $dir . '/' . $server;
             }
         }
 

@@ -9,7 +9,7 @@ use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\SharedRedis;
 
 /**
- * A real php-fpm pool (Debian's php-fpm8.2) with the extension loaded, driven over FastCGI by Debian's cgi-fcgi from
+ * A real php-fpm pool (Debian's php-fpmX.Y) with the extension loaded, driven over FastCGI by Debian's cgi-fcgi from
  * four concurrent client loops. Each request takes a lock (FlockStore or a RedisStore from a DSN) and then releases
  * it, forgets it (the object dies at the end of the request), calls exit(), dies of a fatal error (call to an
  * undefined function) or throws an uncaught exception.
@@ -443,12 +443,12 @@ final class PhpFpmTest extends DeadboltTestCase
             php_admin_value[error_reporting] = -1
 
             CONF);
-        $command = ['/usr/sbin/php-fpm8.2', '-n', '-d', 'extension='.DEADBOLT_SO, '-y', $dir.'/fpm.conf', '-F'];
+        $command = [deadbolt_php_fpm_binary(), '-n', '-d', 'extension='.DEADBOLT_SO, '-y', $dir.'/fpm.conf', '-F'];
         if (0 === posix_geteuid()) {
             $command[] = '-R';
         }
         $process = proc_open($command, [0 => ['file', '/dev/null', 'r'], 1 => ['file', $dir.'/fpm.out', 'a'], 2 => ['file', $dir.'/fpm.out', 'a']], $pipes);
-        $this->assertNotFalse($process, 'proc_open(php-fpm8.2) failed');
+        $this->assertNotFalse($process, 'proc_open(php-fpm) failed');
         $this->fpm = $process;
         $deadline = hrtime(true) + 20_000_000_000;
         while (!str_contains((string) @file_get_contents($dir.'/fpm.log'), 'ready to handle connections')) {

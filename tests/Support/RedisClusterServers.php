@@ -29,7 +29,7 @@ final class RedisClusterServers
             ]);
         }
         $cluster = new self($nodes);
-        $command = array_merge(['redis-cli', '--cluster', 'create'], $cluster->seeds(), ['--cluster-replicas', '0', '--cluster-yes']);
+        $command = array_merge([deadbolt_redis_binary('cli'), '--cluster', 'create'], $cluster->seeds(), ['--cluster-replicas', '0', '--cluster-yes']);
         $process = proc_open($command, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
         if (false === $process) {
             throw new \RuntimeException('proc_open(redis-cli --cluster create) failed');

@@ -162,7 +162,7 @@ final class RedisServer
     private function launch(): void
     {
         $command = [
-            'redis-server',
+            deadbolt_redis_binary('server'),
             '--port', (string) $this->port,
             '--bind', '127.0.0.1',
             '--save', '',

@@ -89,7 +89,7 @@ final class SharedRedis
      */
     public static function newPredis(array $options = [], ?int $port = null): \Predis\Client
     {
-        require_once '/usr/share/php/Predis/autoload.php';
+        require_once DEADBOLT_PREDIS_AUTOLOAD;
 
         return new \Predis\Client(['host' => '127.0.0.1', 'port' => $port ?? self::port()], $options);
     }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Debian roots under target/roots/ for the second platform and for the package tests, made with debootstrap from
+# Debian's own registry and cached between runs (rebuilt when missing or when their recipe changed).
+#
+#   scripts/debian-root.sh ensure NAME SUITE [PACKAGE...]   # target/roots/NAME: minbase SUITE + PACKAGEs
+#   scripts/debian-root.sh run NAME [--fresh] CMD...         # CMD in that root, as root, /proc mounted, the project
+#                                                            # and the host's ~/.cargo and ~/.rustup bind-mounted
+#                                                            # at their own paths
+#   scripts/debian-root.sh path NAME                         # where the root lives
+#
+# --fresh runs CMD in a throw-away copy of the root (an overlay whose upper layer is discarded afterwards): a
+# package test installs into a root that nothing else has touched, however often it runs.
+# Everything mounted is unmounted again, also when CMD fails or the script is interrupted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROJECT=$PWD
+ROOTS=$PROJECT/target/roots
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+die() { echo "debian-root: $*" >&2; exit 1; }
+
+# Unmounts everything below $1, deepest first. A root is never removed while anything is mounted in it: a
+# bind-mounted project would be deleted with it.
+unmount_below() {
+  local dir=$1 m
+  for m in $(findmnt -rn -o TARGET | grep -F "$dir" | sort -r); do
+    case "$m" in "$dir"|"$dir"/*) umount -l "$m" 2>/dev/null || true ;; esac
+  done
+}
+
+remove_root() {
+  local dir=$1
+  unmount_below "$dir"
+  if findmnt -rn -o TARGET | grep -qF "$dir/"; then die "$dir still has mounts; not removing it"; fi
+  rm -rf --one-file-system "$dir"
+}
+
+ensure() {
+  local name=$1 suite=$2; shift 2
+  local dir=$ROOTS/$name recipe
+  recipe="$suite minbase $MIRROR $*"
+  if [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; then
+    return 0
+  fi
+  command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+  [ -d "$dir" ] && remove_root "$dir"
+  mkdir -p "$ROOTS"
+  local start=$SECONDS
+  echo "debian-root: debootstrap --variant=minbase $suite $dir"
+  debootstrap --variant=minbase "$suite" "$dir.tmp" "$MIRROR" > "$ROOTS/$name.debootstrap.log" 2>&1 \
+    || { tail -20 "$ROOTS/$name.debootstrap.log" >&2; remove_root "$dir.tmp"; die "debootstrap $suite failed"; }
+  mv "$dir.tmp" "$dir"
+  # Services must not start inside the root: package scripts would try to launch redis-server and php-fpm.
+  printf '#!/bin/sh\nexit 101\n' > "$dir/usr/sbin/policy-rc.d"
+  chmod 0755 "$dir/usr/sbin/policy-rc.d"
+  if (($#)); then
+    echo "debian-root: apt-get install $* (in $name)"
+    in_root "$name" 0 sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+      apt-get install -y -qq --no-install-recommends "$@" >/dev/null' sh "$@"
+  fi
+  echo "$recipe" > "$dir/.deadbolt-root"
+  echo "debian-root: $name ready in $((SECONDS - start)) s"
+}
+
+# in_root NAME FRESH CMD...: the mounts, the command, and the unmounting.
+in_root() {
+  local name=$1 fresh=$2; shift 2
+  local base=$ROOTS/$name dir
+  [ -d "$base" ] || die "no root $name (run: scripts/debian-root.sh ensure $name ...)"
+  dir=$base
+  local overlay=""
+  if [ "$fresh" = 1 ]; then
+    overlay=$(mktemp -d "$ROOTS/.fresh-$name.XXXXXX")
+    mkdir -p "$overlay/upper" "$overlay/work" "$overlay/merged"
+    mount -t overlay overlay -o "lowerdir=$base,upperdir=$overlay/upper,workdir=$overlay/work" "$overlay/merged"
+    dir=$overlay/merged
+  fi
+  # shellcheck disable=SC2064
+  trap "unmount_below '$dir'; [ -n '$overlay' ] && { umount -l '$overlay/merged' 2>/dev/null; rm -rf --one-file-system '$overlay'; }" EXIT INT TERM
+  cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+  mount -t proc proc "$dir/proc"
+  mount --bind /dev "$dir/dev"
+  mount --bind /dev/pts "$dir/dev/pts" 2>/dev/null || true
+  mkdir -p "$dir/dev/shm" && mount -t tmpfs tmpfs "$dir/dev/shm"
+  mount -t tmpfs tmpfs "$dir/tmp"
+  local shared
+  for shared in "$PROJECT" "$HOME/.cargo" "$HOME/.rustup"; do
+    [ -d "$shared" ] || continue
+    mkdir -p "$dir$shared"
+    mount --bind "$shared" "$dir$shared"
+  done
+  local rc=0
+  chroot "$dir" /usr/bin/env -i HOME="$HOME" TERM="${TERM:-dumb}" LANG=C.UTF-8 CI="${CI:-}" \
+    PATH="$HOME/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    "$@" || rc=$?
+  unmount_below "$dir"
+  if [ -n "$overlay" ]; then umount -l "$overlay/merged" 2>/dev/null || true; rm -rf --one-file-system "$overlay"; fi
+  trap - EXIT INT TERM
+  return $rc
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  ensure) [ $# -ge 2 ] || die "usage: ensure NAME SUITE [PACKAGE...]"; ensure "$@" ;;
+  run)
+    [ $# -ge 2 ] || die "usage: run NAME [--fresh] CMD..."
+    name=$1; shift; fresh=0
+    if [ "$1" = --fresh ]; then fresh=1; shift; fi
+    in_root "$name" "$fresh" "$@" ;;
+  path) echo "$ROOTS/${1:?NAME}" ;;
+  *) die "usage: debian-root.sh ensure|run|path ..." ;;
+esac

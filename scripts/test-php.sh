@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The PHPUnit suites of `make test`, each pass against its own private server on a free loopback port:
+#   1. every suite against redis-server (Redis 7.0 on Debian 12, 8.0 on Debian 13) and this platform's symfony/lock;
+#   2. where valkey-server is installed (Debian 13), every suite again against Valkey;
+#   3. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
+#      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock.
+#
+#   scripts/test-php.sh SO RUN_DIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+so=${1:?usage: test-php.sh SO RUN_DIR}; run_dir=${2:?usage: test-php.sh SO RUN_DIR}
+
+# pass NAME SERVER CLI [phpunit arguments]: one PHPUnit run against a fresh server of that kind.
+pass() {
+  local name=$1 server=$2 cli=$3; shift 3
+  local dir=$run_dir/$name port rc=0
+  bash scripts/redis-stop.sh "$dir" >/dev/null 2>&1 || true
+  port=$(DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli bash scripts/redis-start.sh "$dir")
+  echo "== $name: $("$server" --version | cut -d' ' -f1-3) on 127.0.0.1:$port"
+  DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli DEADBOLT_REDIS_PORT=$port \
+    bash scripts/phpunit.sh "$so" "$@" || rc=$?
+  bash scripts/redis-stop.sh "$dir"
+  return $rc
+}
+
+pass redis redis-server redis-cli
+if command -v valkey-server >/dev/null 2>&1; then
+  pass valkey valkey-server valkey-cli
+fi
+if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
+  DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD pass symfony-lock-7.4 redis-server redis-cli tests/Interop
+fi
