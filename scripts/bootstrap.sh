@@ -18,6 +18,7 @@ packages=(
   valgrind                   # make test runs a subset of the suites under valgrind
   debootstrap                # the Debian 13 root of make test-debian13, the package tests of make test-dist
   ca-certificates            # debootstrap and cargo over https
+  dpkg-dev binutils          # make dist: dpkg-shlibdeps for the .deb's Depends, strip and objdump for the .so
 )
 if [ -z "${PHP_CONFIG:-}" ]; then
   packages+=(php-cli php-dev php-fpm)   # the distribution's default PHP, its headers, its FPM

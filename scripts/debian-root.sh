@@ -8,6 +8,8 @@
 #                                                            # at their own paths
 #   scripts/debian-root.sh path NAME                         # where the root lives
 #
+# DEADBOLT_ROOT_NO_TOOLCHAIN=1 leaves ~/.cargo and ~/.rustup out (the package tests: a root with PHP only).
+#
 # --fresh runs CMD in a throw-away copy of the root (an overlay whose upper layer is discarded afterwards): a
 # package test installs into a root that nothing else has touched, however often it runs.
 # Everything mounted is unmounted again, also when CMD fails or the script is interrupted.
@@ -38,7 +40,7 @@ remove_root() {
 ensure() {
   local name=$1 suite=$2; shift 2
   local dir=$ROOTS/$name recipe
-  recipe="$suite minbase $MIRROR $*"
+  recipe="$suite+updates+security minbase $MIRROR $*"
   if [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; then
     return 0
   fi
@@ -50,6 +52,10 @@ ensure() {
   debootstrap --variant=minbase "$suite" "$dir.tmp" "$MIRROR" > "$ROOTS/$name.debootstrap.log" 2>&1 \
     || { tail -20 "$ROOTS/$name.debootstrap.log" >&2; remove_root "$dir.tmp"; die "debootstrap $suite failed"; }
   mv "$dir.tmp" "$dir"
+  # The suite with its point-release updates and security updates, as an installed Debian has them.
+  local security=${MIRROR%/debian}/debian-security
+  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+    "$MIRROR" "$suite" "$MIRROR" "$suite" "$security" "$suite" > "$dir/etc/apt/sources.list"
   # Services must not start inside the root: package scripts would try to launch redis-server and php-fpm.
   printf '#!/bin/sh\nexit 101\n' > "$dir/usr/sbin/policy-rc.d"
   chmod 0755 "$dir/usr/sbin/policy-rc.d"
@@ -60,6 +66,21 @@ ensure() {
   fi
   echo "$recipe" > "$dir/.deadbolt-root"
   echo "debian-root: $name ready in $((SECONDS - start)) s"
+}
+
+# The root trusts the certificate authorities the host added locally (a proxy's CA: cargo and apt over https go
+# through the same network as the host's).
+trust_host_cas() {
+  local dir=$1 ca changed=0
+  [ -x "$dir/usr/sbin/update-ca-certificates" ] || return 0
+  for ca in /usr/local/share/ca-certificates/*.crt; do
+    [ -f "$ca" ] || continue
+    cmp -s "$ca" "$dir$ca" && continue
+    mkdir -p "$dir/usr/local/share/ca-certificates"
+    cp "$ca" "$dir$ca"
+    changed=1
+  done
+  [ $changed = 0 ] || chroot "$dir" update-ca-certificates >/dev/null 2>&1
 }
 
 # in_root NAME FRESH CMD...: the mounts, the command, and the unmounting.
@@ -78,13 +99,17 @@ in_root() {
   # shellcheck disable=SC2064
   trap "unmount_below '$dir'; [ -n '$overlay' ] && { umount -l '$overlay/merged' 2>/dev/null; rm -rf --one-file-system '$overlay'; }" EXIT INT TERM
   cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+  [ -s "$dir/etc/hosts" ] || cp /etc/hosts "$dir/etc/hosts"   # localhost resolves (the TLS tests connect by name)
+  trust_host_cas "$dir"
   mount -t proc proc "$dir/proc"
   mount --bind /dev "$dir/dev"
   mount --bind /dev/pts "$dir/dev/pts" 2>/dev/null || true
   mkdir -p "$dir/dev/shm" && mount -t tmpfs tmpfs "$dir/dev/shm"
   mount -t tmpfs tmpfs "$dir/tmp"
-  local shared
-  for shared in "$PROJECT" "$HOME/.cargo" "$HOME/.rustup"; do
+  local shared toolchain=("$HOME/.cargo" "$HOME/.rustup")
+  # DEADBOLT_ROOT_NO_TOOLCHAIN=1: the package tests' roots see the project only, no Rust.
+  [ "${DEADBOLT_ROOT_NO_TOOLCHAIN:-0}" = 1 ] && toolchain=()
+  for shared in "$PROJECT" "${toolchain[@]}"; do
     [ -d "$shared" ] || continue
     mkdir -p "$dir$shared"
     mount --bind "$shared" "$dir$shared"

@@ -2,18 +2,20 @@
 # Unpacks Debian sid's php-symfony-lock (symfony/lock 7.4) into DIR without installing anything: apt reads sid's
 # package list into a private state directory, downloads the one .deb, and dpkg-deb extracts it. Its autoload.php
 # finds psr/log and symfony/deprecation-contracts where Debian installs them (links to /usr/share/php).
-# Prints the path of the unpacked autoload.php.
+# Prints the path of the unpacked autoload.php. (The registry this machine reaches serves sid as a dated snapshot,
+# whose Release file is past its Valid-Until; the check is off for this one private list only.)
 #
 #   scripts/symfony-lock-sid.sh DIR
 set -euo pipefail
-dir=${1:?usage: symfony-lock-sid.sh DIR}
+dir=$(realpath -m "${1:?usage: symfony-lock-sid.sh DIR}")
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 autoload=$dir/usr/share/php/Symfony/Component/Lock/autoload.php
 if [ -f "$autoload" ] && [ -f "$dir/version" ]; then echo "$autoload"; exit 0; fi
 rm -rf "$dir"; mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/deb"
 echo "deb $mirror sid main" > "$dir/apt/sources.list"
 apt_opts=(-o "Dir::Etc::SourceList=$dir/apt/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-  -o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache" -o "Debug::NoLocking=1" -o "APT::Sandbox::User=root" -qq)
+  -o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache" -o "Debug::NoLocking=1" -o "APT::Sandbox::User=root"
+  -o "Acquire::Check-Valid-Until=false" -qq)
 apt-get "${apt_opts[@]}" update >&2
 version=$(apt-cache "${apt_opts[@]}" show php-symfony-lock | sed -n 's/^Version: //p' | sort -V | tail -1)
 case "$version" in 7.4*) ;; *) echo "symfony-lock-sid: sid has php-symfony-lock $version, not 7.4" >&2; exit 1 ;; esac

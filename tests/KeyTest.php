@@ -19,6 +19,7 @@ final class KeyTest extends DeadboltTestCase
     /**
      * @dataProvider resources
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('resources')]
     public function testToStringReturnsTheResourceBytesUnchanged(string $resource): void
     {
         $key = new Key($resource);
@@ -200,6 +201,7 @@ final class KeyTest extends DeadboltTestCase
      *
      * @param array<mixed> $data
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('badSerializedData')]
     public function testUnserializeRejectsBadData(array $data): void
     {
         $key = new Key(uniqid(__METHOD__, true));
@@ -213,6 +215,7 @@ final class KeyTest extends DeadboltTestCase
      *
      * @param array<mixed> $data
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('badSerializedData')]
     public function testUnserializeOfBadDataThrows(array $data): void
     {
         $payload = sprintf('O:%d:"%s":%d:{%s}', \strlen(Key::class), Key::class, \count($data), substr(serialize($data), strpos(serialize($data), '{') + 1, -1));

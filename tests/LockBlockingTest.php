@@ -33,6 +33,7 @@ final class LockBlockingTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testBlockingAcquireOfAFreeLockReturnsTrue(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), 30.0);

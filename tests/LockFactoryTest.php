@@ -17,6 +17,7 @@ final class LockFactoryTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcceptsEveryDeadboltStore(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));

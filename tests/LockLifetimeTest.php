@@ -20,6 +20,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcquireWithATtlLeavesTheLockWithoutLifetime(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), 30.0);
@@ -35,6 +36,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testALockWithoutTtlHasNoLifetime(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), null);
@@ -48,6 +50,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testTheDefaultTtlIsFiveMinutes(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -65,6 +68,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testReadLocksWithATtlHaveNoLifetimeEither(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), 30.0);
@@ -79,6 +83,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshLeavesTheLockWithoutLifetime(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), 30.0);
@@ -97,6 +102,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshWithoutArgumentUsesTheFactoryTtl(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -116,6 +122,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshStartsFromAKeyWithoutExpiry(string $kind): void
     {
         $key = new Key(uniqid(__METHOD__, true));
@@ -132,6 +139,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshOfALockWithoutTtlLeavesItWithoutLifetime(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), null);
@@ -147,6 +155,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshWithNoTtlAnywhereIsAnInvalidArgument(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), null);
@@ -164,6 +173,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshByALockThatDoesNotOwnTheResourceIsAConflict(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -186,6 +196,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshOfALockNobodyHoldsIsAConflict(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), 30.0);
@@ -197,6 +208,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshAfterReleaseIsAConflict(string $kind): void
     {
         $lock = (new LockFactory($this->newStore($kind)))->createLock(uniqid(__METHOD__, true), 30.0);
@@ -210,6 +222,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcquireResetsAnEarlierLifetime(string $kind): void
     {
         $key = new Key(uniqid(__METHOD__, true));
@@ -224,6 +237,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testCreateLockFromKeySharesTheKeyState(string $kind): void
     {
         $store = $this->newStore($kind);
@@ -249,6 +263,7 @@ final class LockLifetimeTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testALockWhoseKeyExpiredReportsIt(string $kind): void
     {
         $key = new Key(uniqid(__METHOD__, true));

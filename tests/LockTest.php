@@ -21,6 +21,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcquireTakesTheLock(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -35,6 +36,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testANonBlockingAcquireOfAHeldLockReturnsFalse(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -52,6 +54,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcquiringTwiceKeepsTheLock(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -69,6 +72,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testReleaseFreesTheLock(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -86,6 +90,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testReleaseOfALockThatIsNotHeldDoesNothing(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -102,6 +107,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testReleaseByAnotherLockLeavesTheOwnerHoldingIt(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -119,6 +125,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAReleasedLockCanBeAcquiredAgain(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -134,6 +141,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testReadersShareTheLock(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -151,6 +159,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAReaderKeepsWritersOutAndTheReverse(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -169,6 +178,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testTheSoleReaderIsPromotedByAcquire(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -184,6 +194,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAWriterIsDemotedByAcquireRead(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -201,6 +212,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testUnsetReleasesAnAutoReleasedLock(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -217,6 +229,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testLeavingTheScopeReleasesAnAutoReleasedLock(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -265,6 +278,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testUnsetOfALockThatLostTheRaceLeavesTheOwnerAlone(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -283,6 +297,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAReleasedLockLeavesTheNextOwnerAloneWhenItDies(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -361,6 +376,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testALockBuiltWithNewAcquiresAndReleases(string $kind): void
     {
         $store = $this->newStore($kind);
@@ -384,6 +400,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testALockBuiltWithNewReadsAndRefreshes(string $kind): void
     {
         $store = $this->newStore($kind);
@@ -401,6 +418,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testTheConstructorDefaultsToNoTtl(string $kind): void
     {
         $lock = new Lock(new Key(uniqid(__METHOD__, true)), $this->newStore($kind));
@@ -419,6 +437,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testTheConstructorDefaultsToAutoRelease(string $kind): void
     {
         $store = $this->newStore($kind);
@@ -473,6 +492,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider notDeadboltStores
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('notDeadboltStores')]
     public function testTheConstructorRejectsAnObjectThatIsNotADeadboltStore(object $notAStore): void
     {
         $this->expectException(\TypeError::class);
@@ -494,6 +514,7 @@ final class LockTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testALoggerSetOnAConstructedLockReceivesItsMessages(string $kind): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -43,6 +43,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcquireLogsSuccessAtDebug(string $kind): void
     {
         $factory = $this->factory($this->newStore($kind));
@@ -58,6 +59,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAcquireReadLogsSuccessForReadingAtDebug(string $kind): void
     {
         $factory = $this->factory($this->newStore($kind));
@@ -92,6 +94,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testAConflictLogsAtInfo(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -135,6 +138,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testRefreshLogsTheTtlAtDebug(string $kind): void
     {
         $factory = $this->factory($this->newStore($kind));
@@ -152,6 +156,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testARefreshConflictLogsANotice(string $kind): void
     {
         $factory = new LockFactory($this->newStore($kind));
@@ -178,6 +183,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testReleaseLogsAtDebug(string $kind): void
     {
         $factory = $this->factory($this->newStore($kind));
@@ -195,6 +201,7 @@ final class LoggerTest extends DeadboltTestCase
     /**
      * @dataProvider storeKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
     public function testTheAutomaticReleaseDoesNotLog(string $kind): void
     {
         $factory = $this->factory($this->newStore($kind));

@@ -23,6 +23,7 @@ final class MemoryTest extends DeadboltTestCase
      *
      * @group not-under-valgrind
      */
+    #[\PHPUnit\Framework\Attributes\Group('not-under-valgrind')]
     public function testAcquireReleaseCyclesDoNotLeak(): void
     {
         $factory = new LockFactory(new FlockStore($this->tempDir()));

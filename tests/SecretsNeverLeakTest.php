@@ -30,6 +30,7 @@ final class SecretsNeverLeakTest extends DeadboltTestCase
     /**
      * @dataProvider passwordSources
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('passwordSources')]
     public function testNeitherThePasswordNorATokenShowsAnywhere(string $source): void
     {
         $server = $this->startProtectedServer();

@@ -32,6 +32,8 @@ final class DeadlineTest extends BeyondTestCase
      * @dataProvider allKinds
      * @group not-under-valgrind
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
+    #[\PHPUnit\Framework\Attributes\Group('not-under-valgrind')]
     public function testATimedWaitOnAHeldLockEndsInFalseNotBeforeItsDeadlineAndWithoutSpinning(string $kind): void
     {
         $this->whileHeldElsewhere($kind, function (LockFactory $factory, string $resource): void {
@@ -64,6 +66,7 @@ final class DeadlineTest extends BeyondTestCase
     /**
      * @dataProvider allKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
     public function testATimeoutOfZeroIsOneNonBlockingTry(string $kind): void
     {
         $this->whileHeldElsewhere($kind, function (LockFactory $factory, string $resource): void {
@@ -105,6 +108,7 @@ final class DeadlineTest extends BeyondTestCase
     /**
      * @dataProvider invalidTimeouts
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTimeouts')]
     public function testANegativeOrNonFiniteTimeoutIsRefusedAndTakesNothing(string $kind, float $timeout): void
     {
         $lock = self::factoryFor($kind, $this->placeFor($kind))->createLock(uniqid(__METHOD__, true), 60.0);
@@ -140,6 +144,7 @@ final class DeadlineTest extends BeyondTestCase
      *
      * @dataProvider waitsThatSucceed
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('waitsThatSucceed')]
     public function testAWaitGetsTheLockOnceTheHolderReleasesIt(string $kind, string $method, bool $blocking, ?float $timeout): void
     {
         $place = $this->placeFor($kind);

@@ -29,6 +29,7 @@ final class FencingTest extends BeyondTestCase
     /**
      * @dataProvider allKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
     public function testThereIsNoTokenUnlessTheLockIsHeldExclusively(string $kind): void
     {
         $factory = self::factoryFor($kind, $this->placeFor($kind));

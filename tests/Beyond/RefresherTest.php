@@ -186,6 +186,7 @@ final class RefresherTest extends BeyondTestCase
     /**
      * @dataProvider allKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
     public function testAutoRefreshWithoutATtlIsRefused(string $kind): void
     {
         $factory = self::factoryFor($kind, $this->placeFor($kind));
@@ -217,6 +218,7 @@ final class RefresherTest extends BeyondTestCase
     /**
      * @dataProvider neverExpiringKinds
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('neverExpiringKinds')]
     public function testAutoRefreshOnAStoreWhoseLocksNeverExpireIsAcceptedAndHarmless(string $kind): void
     {
         $place = $this->placeFor($kind);

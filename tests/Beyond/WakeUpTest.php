@@ -83,6 +83,7 @@ final class WakeUpTest extends BeyondTestCase
      *
      * @dataProvider prefixedClients
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('prefixedClients')]
     public function testAReleaseHandsTheLockToAWaiterOnAPrefixedPhpClient(string $flavour): void
     {
         $prefix = uniqid('deadbolt-prefix-', true).':';

@@ -53,6 +53,7 @@ final class ExceptionHierarchyTest extends TestCase
      * @param class-string<\Throwable> $class
      * @param class-string<\Throwable> $parent
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testTheClassHasItsParentAndTheMarkerInterface(string $class, string $parent): void
     {
         $reflection = new \ReflectionClass($class);
@@ -69,6 +70,7 @@ final class ExceptionHierarchyTest extends TestCase
      *
      * @param class-string<\Throwable> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testItIsConstructibleWithMessageCodeAndPrevious(string $class): void
     {
         $previous = new \LogicException('cause');
@@ -85,6 +87,7 @@ final class ExceptionHierarchyTest extends TestCase
      *
      * @param class-string<\Throwable> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testItIsConstructibleWithoutArguments(string $class): void
     {
         $e = new $class();
@@ -99,6 +102,7 @@ final class ExceptionHierarchyTest extends TestCase
      *
      * @param class-string<\Throwable> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testFileLineAndTraceAreWhereItWasCreated(string $class): void
     {
         $line = __LINE__ + 1;
@@ -116,6 +120,7 @@ final class ExceptionHierarchyTest extends TestCase
      *
      * @param class-string<\Throwable> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testFileAndLineAreWhereItWasCreatedInsideAFunction(string $class): void
     {
         $line = __LINE__ + 1;
@@ -125,7 +130,8 @@ final class ExceptionHierarchyTest extends TestCase
 
         $this->assertSame(__FILE__, $e->getFile());
         $this->assertSame($line, $e->getLine());
-        $this->assertStringContainsString('{closure}', $e->getTrace()[0]['function'] ?? '');
+        // The closure's frame: "Namespace\{closure}" up to PHP 8.3, "{closure:Class::method():line}" from PHP 8.4 on.
+        $this->assertMatchesRegularExpression('/(^|\\\\)\{closure(:.*)?\}$/', $e->getTrace()[0]['function'] ?? '');
     }
 
     /**
@@ -134,6 +140,7 @@ final class ExceptionHierarchyTest extends TestCase
      * @param class-string<\Throwable> $class
      * @param class-string<\Throwable> $parent
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testAPhpClassCanExtendIt(string $class, string $parent): void
     {
         $code = sprintf(
@@ -158,6 +165,7 @@ final class ExceptionHierarchyTest extends TestCase
      * @param class-string<\Throwable> $class
      * @param class-string<\Throwable> $parent
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('exceptionClasses')]
     public function testItIsCaughtByItsParentAndByTheInterface(string $class, string $parent): void
     {
         $caughtByParent = $caughtByInterface = null;

@@ -36,6 +36,7 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testCreateLockRejectsAnInvalidTtl(float $ttl): void
     {
         $factory = new LockFactory(new InMemoryStore());
@@ -47,6 +48,7 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testCreateLockFromKeyRejectsAnInvalidTtl(float $ttl): void
     {
         $factory = new LockFactory(new InMemoryStore());
@@ -58,6 +60,7 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testRefreshRejectsAnInvalidTtl(float $ttl): void
     {
         $lock = (new LockFactory(new FlockStore($this->tempDir())))->createLock(uniqid(__METHOD__, true), 30.0);
@@ -75,6 +78,7 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testPutOffExpirationRejectsAnInvalidTtl(float $ttl): void
     {
         $store = new FlockStore($this->tempDir());
@@ -88,6 +92,7 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testReduceLifetimeRejectsAnInvalidTtl(float $ttl): void
     {
         $key = new Key(uniqid(__METHOD__, true));
@@ -212,6 +217,7 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     /**
      * @dataProvider notDeadboltStores
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('notDeadboltStores')]
     public function testAnObjectThatIsNotADeadboltStoreIsATypeError(object $notAStore): void
     {
         $this->expectException(\TypeError::class);

@@ -390,7 +390,9 @@ for ($i = 0; $i < $count; ++$i) {
                 $add($copy = unserialize(serialize($obj)));
                 return $copy;
             },
-            'clone' => static function () use ($obj, $add) {
+            // phpredis 6.2 (Debian 13) crashes in Redis::__destruct at shutdown after `clone new \Redis()`, with or
+            // without Deadbolt loaded (php -r '$r = new Redis(); $c = clone $r;' exits 139): not ours to fuzz.
+            'clone' => $obj instanceof \Redis ? static fn () => null : static function () use ($obj, $add) {
                 $add($copy = clone $obj);
                 return $copy;
             },

@@ -40,6 +40,7 @@ final class SymfonyFlockInteropTest extends DeadboltTestCase
     /**
      * @dataProvider modePairs
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('modePairs')]
     public function testSymfonyHolderVersusDeadbolt(string $symfonyMode, string $deadboltMode, bool $coexist): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -56,6 +57,7 @@ final class SymfonyFlockInteropTest extends DeadboltTestCase
     /**
      * @dataProvider modePairs
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('modePairs')]
     public function testDeadboltHolderVersusSymfony(string $symfonyMode, string $deadboltMode, bool $coexist): void
     {
         $resource = uniqid(__METHOD__, true);

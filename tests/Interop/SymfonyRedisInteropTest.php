@@ -45,6 +45,7 @@ final class SymfonyRedisInteropTest extends DeadboltTestCase
     /**
      * @dataProvider modePairs
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('modePairs')]
     public function testSymfonyHolderVersusDeadbolt(string $symfonyMode, string $deadboltMode, bool $coexist): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -62,6 +63,7 @@ final class SymfonyRedisInteropTest extends DeadboltTestCase
     /**
      * @dataProvider modePairs
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('modePairs')]
     public function testDeadboltHolderVersusSymfony(string $symfonyMode, string $deadboltMode, bool $coexist): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -101,6 +101,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
      *
      * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testConcurrentWorkersLeaveExactlyOneTask(string $class): void
     {
         // The check-then-create window is widened so that unguarded workers would all create a task.
@@ -187,6 +188,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
      *
      * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testReusesTheActiveTaskAndCreatesOnePerFirmware(string $class): void
     {
         $logic = new $class();
@@ -226,6 +228,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
      * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $holderClass
      * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $contenderClass
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('holderAndContender')]
     public function testServiceBusyWhileAnotherProcessHoldsTheLock(string $holderClass, string $contenderClass): void
     {
         $holder = $this->fork(function (Channel $channel) use ($holderClass): void {
@@ -274,6 +277,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
      *
      * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testReleaseQuietlyOnlyLogsAFailedRelease(string $class): void
     {
         $server = RedisServer::start();
@@ -354,6 +358,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
      *
      * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testRejectsIdsThatCouldSpellAnotherKey(string $class): void
     {
         foreach ([['1:2', '3'], ['1', ''], ['1', "2\n"], ['', '2']] as [$deviceId, $firmwareId]) {

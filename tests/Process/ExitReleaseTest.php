@@ -52,6 +52,8 @@ final class ExitReleaseTest extends DeadboltTestCase
      * @dataProvider endings
      * @group not-under-valgrind
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('endings')]
+    #[\PHPUnit\Framework\Attributes\Group('not-under-valgrind')]
     public function testTheLockIsFreeAfterTheProcessEnds(string $ending, int $exitCode): void
     {
         $dir = $this->tempDir();

@@ -28,6 +28,7 @@ final class ForkSafetyTest extends DeadboltTestCase
     /**
      * @dataProvider modes
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('modes')]
     public function testForkedChildCannotReleaseParentLock(string $mode): void
     {
         $dir = $this->tempDir();

@@ -50,6 +50,7 @@ final class RedisForkSafetyTest extends DeadboltTestCase
     /**
      * @dataProvider modes
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('modes')]
     public function testTheChildCannotReleaseTheParentsLockAndWorksOnAConnectionOfItsOwn(string $mode): void
     {
         $dsn = self::dsn();

@@ -31,6 +31,7 @@ final class NoSecretsInOutputTest extends DeadboltTestCase
     /**
      * @dataProvider passwordSources
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('passwordSources')]
     public function testNoSecretInAnyOutputOfTheProcess(string $source): void
     {
         $server = $this->startProtectedServer(['maxmemory-policy' => 'allkeys-lru']);

@@ -28,6 +28,7 @@ final class FlockFileNameTest extends DeadboltTestCase
     /**
      * @dataProvider measuredFileNames
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('measuredFileNames')]
     public function testTheRuleReproducesTheMeasuredExamples(string $resource, string $fileName): void
     {
         $this->assertSame($fileName, self::expectedFileName($resource));
@@ -36,6 +37,7 @@ final class FlockFileNameTest extends DeadboltTestCase
     /**
      * @dataProvider measuredFileNames
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('measuredFileNames')]
     public function testAcquireCreatesTheFileSymfonyWouldUse(string $resource, string $fileName): void
     {
         $dir = $this->tempDir();
@@ -112,6 +114,7 @@ final class FlockFileNameTest extends DeadboltTestCase
     /**
      * @dataProvider unusualResources
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('unusualResources')]
     public function testUnusualResourcesLockTheirOwnFile(string $resource): void
     {
         $dir = $this->tempDir();

@@ -123,6 +123,7 @@ final class RedisFailureTest extends DeadboltTestCase
     /**
      * @dataProvider lockKillers
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('lockKillers')]
     public function testALockDyingWhileRedisIsDownThrowsNothing(string $storeCode, string $how): void
     {
         $server = $this->server();
@@ -185,6 +186,7 @@ final class RedisFailureTest extends DeadboltTestCase
     /**
      * @dataProvider wrongCredentials
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('wrongCredentials')]
     public function testAWrongPasswordIsAnAcquiringErrorNamingTheServerButNotThePassword(string $userInfo): void
     {
         $server = $this->server(['requirepass' => self::PASSWORD]);
@@ -263,6 +265,7 @@ final class RedisFailureTest extends DeadboltTestCase
     /**
      * @dataProvider evictingPolicies
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('evictingPolicies')]
     public function testAnEvictingServerIsReportedOnceToTheLoggerAndToTheErrorLog(string $policy): void
     {
         $server = $this->server(['maxmemory-policy' => $policy]);

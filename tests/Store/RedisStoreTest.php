@@ -64,6 +64,7 @@ final class RedisStoreTest extends RedisStoreTestCase
      *
      * @param callable(): object $client
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('clientObjects')]
     public function testStoreFactoryBuildsARedisStoreFromAClientObject(callable $client): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -89,6 +90,7 @@ final class RedisStoreTest extends RedisStoreTestCase
      *
      * @param callable(): mixed $connection
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('notConnections')]
     public function testTheConstructorRejectsWhatIsNeitherADsnNorAClient(callable $connection): void
     {
         $this->expectException(\TypeError::class);
@@ -100,6 +102,7 @@ final class RedisStoreTest extends RedisStoreTestCase
      *
      * @param callable(): mixed $connection
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('notConnections')]
     public function testStoreFactoryRejectsWhatIsNeitherAConnectionStringNorAClient(callable $connection): void
     {
         $this->expectException(\TypeError::class);
@@ -123,6 +126,7 @@ final class RedisStoreTest extends RedisStoreTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testTheConstructorRejectsAnInvalidInitialTtl(float $ttl): void
     {
         $this->expectException(InvalidTtlException::class);
@@ -132,6 +136,7 @@ final class RedisStoreTest extends RedisStoreTestCase
     /**
      * @dataProvider badDsns
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('badDsns')]
     public function testABadDsnIsAnInvalidArgumentNamingWhatIsWrong(string $suffix, string $named): void
     {
         try {
@@ -159,6 +164,7 @@ final class RedisStoreTest extends RedisStoreTestCase
     /**
      * @dataProvider malformedDsns
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('malformedDsns')]
     public function testAMalformedDsnIsAnInvalidArgument(string $dsn): void
     {
         $this->expectException(InvalidArgumentException::class);
@@ -192,6 +198,7 @@ final class RedisStoreTest extends RedisStoreTestCase
     /**
      * @dataProvider databaseForms
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('databaseForms')]
     public function testTheDatabaseOfTheDsnIsUsed(string $suffix, int $db): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -133,6 +133,7 @@ abstract class RedisStoreTestCase extends StoreContractTestCase
     /**
      * @dataProvider acquireModes
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('acquireModes')]
     public function testRemainingLifetimeAfterAcquireWithATtlIsWithinTheTtl(string $mode): void
     {
         $lock = (new LockFactory($this->redisStore()))->createLock(uniqid(__METHOD__, true), 20.0);
@@ -311,6 +312,7 @@ abstract class RedisStoreTestCase extends StoreContractTestCase
     /**
      * @dataProvider foreignTypes
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('foreignTypes')]
     public function testAKeyOfAnotherTypeIsAStorageErrorNamingTheType(string $type, callable $write): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -81,6 +81,7 @@ final class RedisTlsTest extends DeadboltTestCase
     /**
      * @dataProvider untrustedSetups
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('untrustedSetups')]
     public function testAnUnverifiableCertificateIsRefused(?string $ca, string $certificate): void
     {
         if ('server' !== $certificate) {
@@ -113,6 +114,7 @@ final class RedisTlsTest extends DeadboltTestCase
     /**
      * @dataProvider verificationSwitches
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('verificationSwitches')]
     public function testNoOptionTurnsVerificationOff(string $option): void
     {
         try {

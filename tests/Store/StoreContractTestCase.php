@@ -231,6 +231,7 @@ abstract class StoreContractTestCase extends DeadboltTestCase
     /**
      * @dataProvider invalidTtls
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
     public function testPutOffExpirationRejectsAnInvalidTtl(float $ttl): void
     {
         $store = $this->getStore();

@@ -57,6 +57,7 @@ final class StoreFactoryTest extends DeadboltTestCase
     /**
      * @dataProvider unsupportedConnections
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('unsupportedConnections')]
     public function testAnUnsupportedConnectionIsAnInvalidArgumentNamingTheScheme(string $connection, string $scheme): void
     {
         try {
@@ -81,6 +82,7 @@ final class StoreFactoryTest extends DeadboltTestCase
     /**
      * @dataProvider meaninglessConnections
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('meaninglessConnections')]
     public function testAConnectionWithoutSchemeIsAnInvalidArgument(string $connection): void
     {
         $this->expectException(InvalidArgumentException::class);

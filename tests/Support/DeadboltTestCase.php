@@ -96,6 +96,7 @@ abstract class DeadboltTestCase extends TestCase
     /**
      * @after
      */
+    #[\PHPUnit\Framework\Attributes\After]
     protected function cleanUpChildrenAndTempDirs(): void
     {
         foreach ($this->children as $child) {

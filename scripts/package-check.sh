@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs inside a fresh Debian root (scripts/test-dist.sh): installs Deadbolt one way, checks that every SAPI of the
+# root's PHP loads it and that the report job acquires and skips with it, uninstalls, and checks that nothing of it
+# is left (the PHP directories list exactly what they listed before).
+#
+#   package-check.sh deb FILE.deb       # dpkg -i, dpkg -r (disabled?), dpkg --purge
+#   package-check.sh tgz FILE.tgz       # install.sh from the tarball, then install.sh uninstall
+#   package-check.sh make               # make install / make uninstall of the build tree (CARGO_TARGET_DIR)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+how=${1:?usage: package-check.sh deb|tgz|make [FILE]}; file=${2:-}
+fail() { echo "package-check ($how): FAIL: $*" >&2; exit 1; }
+
+snapshot() {
+  { find /etc/php /usr/lib/php /usr/local/etc/php /usr/local/lib/php /var/lib/php 2>/dev/null || true; } | sort
+}
+sapis() {  # every PHP binary of the root: the CLI and each php-fpm
+  command -v php
+  ls /usr/sbin/php-fpm* /usr/local/sbin/php-fpm 2>/dev/null || true
+}
+expect_loaded() {
+  local bin
+  for bin in $(sapis); do
+    "$bin" -m 2>/dev/null | grep -qx deadbolt || fail "$bin -m does not list deadbolt"
+    echo "package-check ($how): $bin -m lists deadbolt"
+  done
+  bash scripts/demo.sh --installed >/tmp/demo.log 2>&1 || { cat /tmp/demo.log; fail "the report job did not acquire and skip"; }
+  echo "package-check ($how): report.php run twice at once: one acquired, one skipped"
+}
+expect_unloaded() {
+  local bin
+  for bin in $(sapis); do
+    if "$bin" -m 2>/dev/null | grep -qx deadbolt; then fail "$bin -m still lists deadbolt after $1"; fi
+  done
+  echo "package-check ($how): no SAPI loads deadbolt after $1"
+}
+
+echo "package-check ($how): $(. /etc/os-release; echo "$PRETTY_NAME"), $(php -r 'echo "PHP ", PHP_VERSION;'), \
+compilers: $(command -v cc gcc clang rustc cargo 2>/dev/null | tr '\n' ' ' || true)"
+before=$(snapshot)
+case "$how" in
+  deb)
+    pkg=$(dpkg-deb -f "$file" Package)
+    dpkg -i "$file" >/dev/null || fail "dpkg -i $file"
+    expect_loaded
+    dpkg -r "$pkg" >/dev/null || fail "dpkg -r $pkg"
+    expect_unloaded "dpkg -r"
+    dpkg --purge "$pkg" >/dev/null || fail "dpkg --purge $pkg" ;;
+  tgz)
+    tmp=$(mktemp -d); tar -xzf "$file" -C "$tmp"
+    "$tmp/install.sh" install "$file" || fail "install.sh install"
+    expect_loaded
+    "$tmp/install.sh" uninstall || fail "install.sh uninstall"
+    rm -rf "$tmp"
+    expect_unloaded "install.sh uninstall" ;;
+  make)
+    make install || fail "make install"
+    expect_loaded
+    make uninstall || fail "make uninstall"
+    expect_unloaded "make uninstall" ;;
+  *) fail "unknown way $how" ;;
+esac
+after=$(snapshot)
+if [ "$before" != "$after" ]; then
+  diff <(echo "$before") <(echo "$after") >&2 || true
+  fail "files were left behind or removed"
+fi
+echo "package-check ($how): PASS (nothing left behind)"
