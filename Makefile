@@ -13,7 +13,7 @@ RUN_PHP    := bash scripts/php.sh $(SO)
 PHPUNIT    := bash scripts/phpunit.sh $(SO)
 RUN_DIR    := $(TARGET_DIR)/test-run
 
-.PHONY: all deps build demo test test-rust test-php test-valgrind test-soak test-debian13 test-dist test-install \
+.PHONY: all deps build demo test test-rust test-php test-valgrind test-soak test-debian13 test-dist test-phpize \
         lint bench install uninstall dist clean
 
 all: build
@@ -30,9 +30,9 @@ demo: build
 
 ## Everything `make test` runs on this machine: formatting, lints, the engine's tests, the PHP suites against the
 ## built .so (short versions of the php-fpm, worker, chaos and fuzz runs included; again against Valkey and
-## symfony/lock 7.4 where the platform has them), a subset of them under valgrind, and make install/uninstall on
-## this PHP's layout. `make test-debian13` runs the same on Debian 13; .ci/run runs both.
-test: build lint test-rust test-php test-valgrind test-install
+## symfony/lock 7.4 where the platform has them), a subset of them under valgrind, and the phpize build.
+## `make test-debian13` runs the same on Debian 13, `make test-dist` the packages; .ci/run runs all three.
+test: build lint test-rust test-php test-valgrind test-phpize
 
 lint:
 	cargo fmt --all -- --check
@@ -52,9 +52,9 @@ test-php:
 test-valgrind:
 	DEADBOLT_SO=$(SO) bash scripts/valgrind-suite.sh
 
-# make install, then make uninstall, on this machine's PHP layout, checking what each one leaves.
-test-install:
-	@bash scripts/test-install.sh $(SO)
+# phpize && ./configure && make && make install (staged) in a copy of the tree, as PIE runs it.
+test-phpize:
+	@bash scripts/test-phpize.sh $(TARGET_DIR)
 
 ## The long versions: 50k php-fpm requests, 80k worker operations, minutes of chaos, 100k fuzzed calls,
 ## the whole PHPUnit suite under valgrind. A summary of what was driven goes to target/soak-report.txt.
@@ -80,7 +80,8 @@ test-debian13:
 dist: build
 	@bash scripts/dist.sh
 
-## The packages installed where nothing but PHP is: fresh Debian 12 and 13 roots, and a /usr/local layout.
+## The packages installed where nothing but PHP is: fresh Debian 12 and 13 roots, and a /usr/local layout; the .deb,
+## the tarball's install.sh, and make install / make uninstall in each (scripts/test-dist.sh).
 test-dist: dist
 	@bash scripts/test-dist.sh
 

@@ -6,6 +6,7 @@
 #   package-check.sh deb FILE.deb       # dpkg -i, dpkg -r (disabled?), dpkg --purge
 #   package-check.sh tgz FILE.tgz       # install.sh from the tarball, then install.sh uninstall
 #   package-check.sh make               # make install / make uninstall of the build tree (CARGO_TARGET_DIR)
+#   package-check.sh dockerfile FILE.tgz  # deploy/Dockerfile's RUN step as written, then install.sh uninstall
 set -euo pipefail
 cd "$(dirname "$0")/.."
 how=${1:?usage: package-check.sh deb|tgz|make [FILE]}; file=${2:-}
@@ -53,6 +54,16 @@ case "$how" in
     "$tmp/install.sh" uninstall || fail "install.sh uninstall"
     rm -rf "$tmp"
     expect_unloaded "install.sh uninstall" ;;
+  dockerfile)
+    # The RUN instruction of deploy/Dockerfile, its continuation lines joined, run by sh as docker would.
+    run=$(sed -n '/^RUN /,/[^\\]$/p' deploy/Dockerfile | sed 's/^RUN //; s/\\$//' | tr '\n' ' ')
+    [ -n "$run" ] || fail "no RUN step in deploy/Dockerfile"
+    cp "$file" /tmp/deadbolt.tgz
+    sh -ec "$run" || fail "the Dockerfile's RUN step: $run"
+    [ ! -e /tmp/deadbolt.tgz ] || fail "the RUN step left /tmp/deadbolt.tgz behind"
+    expect_loaded
+    bash scripts/install-binary.sh uninstall || fail "install-binary.sh uninstall"
+    expect_unloaded "install-binary.sh uninstall" ;;
   make)
     make install || fail "make install"
     expect_loaded

@@ -12,7 +12,7 @@ bash scripts/debian-root.sh run debian13 bash -c '
   set -euo pipefail
   cd "$1"
   autoload=$(bash scripts/symfony-lock-sid.sh target/debian13/symfony-lock-7.4)
-  export CARGO_TARGET_DIR=$PWD/target/debian13 DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD=$PWD/$autoload
+  export CARGO_TARGET_DIR=$PWD/target/debian13 DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD=$autoload
   make test
 ' bash "$PWD"
 echo "test-debian13: passed in $((SECONDS - start)) s"

@@ -3,9 +3,12 @@
 # copy of its root (scripts/debian-root.sh run --fresh), without the host's Rust toolchain mounted:
 #   - Debian 12 with php-cli + php-fpm:  the .deb; the PIE tarball's install.sh; make install / make uninstall
 #   - Debian 13 with php-cli + php-fpm:  the same with the PHP 8.4 packages
-#   - a /usr/local layout (made from Debian 13's PHP: /usr/local/bin/php, /usr/local/etc/php/php.ini and its own
-#     scan dir conf.d, extension_dir under /usr/local/lib/php/extensions, no phpenmod; the layout of the official
-#     php:8.x images): the tarball's install.sh, and make install / make uninstall
+#   - the layout of the official php:8.x images: Debian 13 with no PHP package, and PHP 8.4 built from its upstream
+#     source into /usr/local with the images' configure options (scripts/php-from-source.sh nts): /usr/local/bin/php,
+#     /usr/local/etc/php/conf.d, extension_dir under /usr/local/lib/php/extensions, no phpenmod, no /etc/php.
+#     There: the tarball's install.sh, deploy/Dockerfile's RUN step as written, and make install / make uninstall
+#   - a thread-safe PHP (scripts/php-from-source.sh zts) in the Debian 13 build root: cargo build, phpize +
+#     configure and install-binary.sh all refuse it with a message (scripts/zts-check.sh)
 # make install needs make in the root: that check installs it into its fresh copy first (not a compiler).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +32,11 @@ for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
   read -r name suite phpver <<< "$platform"
   deb=$(ls "$dist"/php"$phpver"-deadbolt_*_amd64.deb 2>/dev/null | head -1)
   tgz=$(ls "$dist"/php_deadbolt-*_php"$phpver"-x86_64-linux-glibc-nts.tgz 2>/dev/null | head -1)
+  if [ -z "$deb" ] && [ -z "$tgz" ]; then
+    echo "test-dist: make dist made no PHP $phpver packages on this machine; no $name checks"; continue
+  fi
   if [ -z "$deb" ] || [ -z "$tgz" ]; then
-    echo "test-dist: no PHP $phpver packages in $dist"; failed=$((failed + 1)); failures+=("$name: packages missing"); continue
+    failed=$((failed + 1)); failures+=("$name: a PHP $phpver package is missing"); continue
   fi
   build_dir=target; [ "$name" = debian13 ] && build_dir=target/debian13
   [ "$(. /etc/os-release; echo "$VERSION_CODENAME")" = trixie ] && [ "$name" = debian13 ] && build_dir=target
@@ -40,15 +46,29 @@ for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
     bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
   check "$name: make install / make uninstall" "$name-php" bash -c "apt-get install -y -qq --no-install-recommends make \
     >/dev/null && $(in_project CARGO_TARGET_DIR="$PWD/$build_dir" bash scripts/package-check.sh make)"
-  if [ "$name" = debian13 ]; then
-    usr_local="bash scripts/usr-local-layout.sh && export PATH=/usr/local/bin:\$PATH"
-    check "/usr/local layout: PIE tarball + install.sh" debian13-php \
-      bash -c "$(in_project "$usr_local && bash scripts/package-check.sh tgz $tgz")"
-    check "/usr/local layout: make install / make uninstall" debian13-php bash -c "apt-get install -y -qq \
-      --no-install-recommends make >/dev/null && $(in_project "$usr_local && CARGO_TARGET_DIR=$PWD/$build_dir \
-      bash scripts/package-check.sh make")"
-  fi
 done
+# The official images' layout, with a PHP built the way they build it.
+nts=$(bash scripts/php-from-source.sh nts)
+tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz | head -1)
+build_dir=target/debian13
+[ "$(. /etc/os-release; echo "$VERSION_CODENAME")" = trixie ] && build_dir=target
+bash scripts/debian-root.sh ensure debian13-base trixie libssl3t64
+usr_local="tar -xzf $nts -C / && export PATH=/usr/local/bin:\$PATH"
+check "/usr/local (php:8.4-cli layout): PIE tarball + install.sh" debian13-base \
+  bash -c "$(in_project "$usr_local && bash scripts/package-check.sh tgz $tgz")"
+check "/usr/local (php:8.4-cli layout): deploy/Dockerfile's RUN step" debian13-base \
+  bash -c "$(in_project "$usr_local && bash scripts/package-check.sh dockerfile $tgz")"
+check "/usr/local (php:8.4-cli layout): make install / make uninstall" debian13-base bash -c "apt-get install -y -qq \
+  --no-install-recommends make >/dev/null && $(in_project "$usr_local && CARGO_TARGET_DIR=$PWD/$build_dir \
+  bash scripts/package-check.sh make")"
+
+# A thread-safe PHP is refused on every way in.
+zts=$(bash scripts/php-from-source.sh zts)
+unset DEADBOLT_ROOT_NO_TOOLCHAIN
+check "ZTS PHP refused (cargo build, phpize, install-binary.sh)" debian13 \
+  bash -c "$(in_project "tar -xzf $zts -C / && bash scripts/zts-check.sh")"
+
+[ $((passed + failed)) -gt 0 ] || { echo "test-dist: no package was checked" >&2; exit 1; }
 echo "test-dist: ${failures[*]:+failed: ${failures[*]}}"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -28,5 +28,6 @@ if command -v valkey-server >/dev/null 2>&1; then
   pass valkey valkey-server valkey-cli
 fi
 if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
+  echo "== symfony/lock $(cat "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")/../../../../../../version" 2>/dev/null) from $DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD"
   DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD pass symfony-lock-7.4 redis-server redis-cli tests/Interop
 fi

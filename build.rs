@@ -1,0 +1,46 @@
+//! Refuses a thread-safe (ZTS) PHP before anything is compiled against it: Deadbolt keeps per-process state
+//! (connections, the refresher, metrics) that assumes one PHP thread per process, so a ZTS build would be unsound;
+//! and without this check the mismatch only shows as a symbol error when PHP loads the module.
+//!
+//! The PHP is the one ext-php-rs builds against: `$PHP`, else the binary `$PHP_CONFIG --php-binary` names, else
+//! `php` on PATH. When none runs, ext-php-rs reports that itself.
+
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=PHP");
+    println!("cargo:rerun-if-env-changed=PHP_CONFIG");
+    println!("cargo:rerun-if-changed=build.rs");
+    let php = php_binary();
+    let zts = Command::new(&php)
+        .args(["-n", "-r", "echo PHP_ZTS, ' ', PHP_VERSION;"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+    if let Some(facts) = zts {
+        if let Some(version) = facts.strip_prefix("1 ") {
+            eprintln!(
+                "error: {php} is a thread-safe (ZTS) PHP {version}. Deadbolt supports non-thread-safe (NTS) PHP \
+                 only (Debian's php packages and the official php images are NTS); set PHP_CONFIG to an NTS PHP's \
+                 php-config."
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+fn php_binary() -> String {
+    if let Ok(php) = std::env::var("PHP") {
+        return php;
+    }
+    if let Ok(config) = std::env::var("PHP_CONFIG") {
+        if let Ok(out) = Command::new(&config).arg("--php-binary").output() {
+            let binary = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            if out.status.success() && !binary.is_empty() {
+                return binary;
+            }
+        }
+    }
+    "php".to_owned()
+}

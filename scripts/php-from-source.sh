@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds PHP from its upstream source (the orig tarball of Debian 13's php8.4 source package, from Debian's
+# registry) inside the Debian 13 root, the way the official php images build theirs, for the package tests:
+#
+#   scripts/php-from-source.sh nts   # /usr/local: --with-config-file-path=/usr/local/etc/php and the scan dir
+#                                    # /usr/local/etc/php/conf.d, as in php:8.4-cli (no phpenmod, no /etc/php)
+#   scripts/php-from-source.sh zts   # /opt/php-zts: a thread-safe build (what FrankenPHP and -zts images use)
+#
+# Prints the path of a tarball of the installed tree (extract it at / in a root). Cached in target/php-src/ by
+# its recipe. Only the extensions the tests need are built (--disable-all --enable-ctype): minutes, not tens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:?usage: php-from-source.sh nts|zts}
+case "$kind" in
+  nts) prefix=/usr/local; flags=(--with-config-file-path=/usr/local/etc/php
+         --with-config-file-scan-dir=/usr/local/etc/php/conf.d) ;;
+  zts) prefix=/opt/php-zts; flags=(--enable-zts --with-config-file-scan-dir=/opt/php-zts/etc/conf.d) ;;
+  *) echo "php-from-source: nts or zts" >&2; exit 1 ;;
+esac
+out=$PWD/target/php-src
+mkdir -p "$out"
+recipe="php8.4 $kind $prefix ${flags[*]} --disable-all --enable-ctype"
+tgz=$out/php-$kind.tgz
+if [ -f "$tgz" ] && [ "$(cat "$out/php-$kind.recipe" 2>/dev/null)" = "$recipe" ]; then echo "$tgz"; exit 0; fi
+
+bash scripts/debian-root.sh ensure debian13 trixie make ca-certificates >&2
+bash scripts/debian-root.sh run debian13 bash -c '
+  set -euo pipefail
+  out=$1 kind=$2 prefix=$3; shift 3
+  export DEBIAN_FRONTEND=noninteractive
+  need=(gcc libc6-dev make pkg-config xz-utils)
+  missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  ((${#missing[@]} == 0)) || { apt-get update -qq; apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+  src=$out/src
+  if ! ls "$src"/php8.4_*.orig.tar.xz >/dev/null 2>&1; then
+    rm -rf "$src"; mkdir -p "$src/lists/partial" "$src/cache/archives/partial"
+    mirror=$(sed -n "s/^deb \(\S*\) trixie main$/\1/p" /etc/apt/sources.list | head -1)
+    echo "deb-src $mirror trixie main" > "$src/sources.list"
+    opts=(-o "Dir::Etc::SourceList=$src/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
+      -o "Dir::State::Lists=$src/lists" -o "Dir::Cache=$src/cache" -o "APT::Sandbox::User=root" -qq)
+    apt-get "${opts[@]}" update
+    (cd "$src" && apt-get "${opts[@]}" source --download-only php8.4)
+  fi
+  build=/tmp/php-build; rm -rf "$build"; mkdir -p "$build"
+  tar -xJf "$src"/php8.4_*.orig.tar.xz -C "$build" --strip-components=1
+  cd "$build"
+  ./configure --prefix="$prefix" "$@" --disable-all --enable-ctype --disable-cgi --disable-phpdbg \
+    --without-sqlite3 --without-pdo-sqlite --without-libxml --without-pear > configure.log 2>&1 \
+    || { tail -30 configure.log; exit 1; }
+  make -j"$(nproc)" > make.log 2>&1 || { tail -30 make.log; exit 1; }
+  rm -rf /tmp/php-stage; make install INSTALL_ROOT=/tmp/php-stage > install.log 2>&1 || { tail -30 install.log; exit 1; }
+  # The scan directory exists, empty, as in the images (docker-php-ext-enable writes there).
+  scan=$(/tmp/php-stage"$prefix"/bin/php -n -r "echo PHP_CONFIG_FILE_SCAN_DIR;")
+  mkdir -p /tmp/php-stage"$scan"
+  tar -czf "$out/php-$kind.tgz" -C /tmp/php-stage .
+  /tmp/php-stage"$prefix"/bin/php -n -v | head -1
+' bash "$out" "$kind" "$prefix" "${flags[@]}" >&2
+echo "$recipe" > "$out/php-$kind.recipe"
+echo "$tgz"
