@@ -124,13 +124,20 @@ in_root() {
   return $rc
 }
 
+# One user at a time per root: a second run would mount over the first one's mounts and unmount them under it.
+lock_root() {
+  mkdir -p "$ROOTS"
+  exec 9>"$ROOTS/$1.lock"
+  flock 9
+}
+
 cmd=${1:-}; shift || true
 case "$cmd" in
-  ensure) [ $# -ge 2 ] || die "usage: ensure NAME SUITE [PACKAGE...]"; ensure "$@" ;;
+  ensure) [ $# -ge 2 ] || die "usage: ensure NAME SUITE [PACKAGE...]"; lock_root "$1"; ensure "$@" ;;
   run)
     [ $# -ge 2 ] || die "usage: run NAME [--fresh] CMD..."
     name=$1; shift; fresh=0
-    if [ "$1" = --fresh ]; then fresh=1; shift; fi
+    if [ "$1" = --fresh ]; then fresh=1; shift; else lock_root "$name"; fi
     in_root "$name" "$fresh" "$@" ;;
   path) echo "$ROOTS/${1:?NAME}" ;;
   *) die "usage: debian-root.sh ensure|run|path ..." ;;

@@ -127,7 +127,8 @@ do_uninstall() {
     if [ "$kind" = phpenmod ]; then
       phpdismod -v "$arg" -s ALL deadbolt
       # phpenmod/phpdismod remember the admin's choice; forget it, so that nothing of ours is left.
-      rm -f /var/lib/php/modules/"$arg"/*/enabled_by_admin/deadbolt /var/lib/php/modules/"$arg"/*/disabled_by_admin/deadbolt
+      rm -f /var/lib/php/modules/"$arg"/*/*_by_admin/deadbolt
+      rmdir --ignore-fail-on-non-empty /var/lib/php/modules/"$arg"/*/*_by_admin 2>/dev/null || true
       say "disabled deadbolt for every SAPI of PHP $arg"
     fi
   done < "$manifest"

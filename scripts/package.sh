@@ -121,7 +121,9 @@ if [ "\$1" = purge ]; then
     find /etc/php/$phpver -xtype l 2>/dev/null | while read -r link; do
         [ "\$(basename "\$(readlink -m "\$link")")" = deadbolt.ini ] && rm -f "\$link"
     done
+    # What php_invoke recorded about deadbolt, and the record directories that only held that.
     rm -f /var/lib/php/modules/$phpver/*/*/deadbolt
+    rmdir --ignore-fail-on-non-empty /var/lib/php/modules/$phpver/*/*_by_* 2>/dev/null || true
 fi
 exit 0
 EOF

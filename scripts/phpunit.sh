@@ -3,6 +3,7 @@
 # phpunit.xml.dist for PHPUnit 10 and later (Debian 13: 11.5), phpunit9.xml.dist for 9.6 (Debian 12).
 #
 #   scripts/phpunit.sh SO [phpunit arguments...]     # PHPUNIT=/path/to/phpunit picks another runner
+#   scripts/phpunit.sh --config                      # prints the configuration file for this PHPUnit
 set -euo pipefail
 so=${1:?usage: phpunit.sh path/to/libdeadbolt.so [phpunit arguments...]}; shift
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,4 +13,5 @@ major=$("$php" "$phpunit" --version 2>/dev/null | sed -n 's/^PHPUnit \([0-9]*\)\
 [ -n "$major" ] || { echo "phpunit.sh: cannot run $phpunit (install Debian's phpunit)" >&2; exit 1; }
 config=$root/phpunit.xml.dist
 [ "$major" -lt 10 ] && config=$root/phpunit9.xml.dist
+if [ "$so" = --config ]; then echo "$config"; exit 0; fi
 DEADBOLT_SO=$(realpath "$so") exec bash "$root/scripts/php.sh" "$so" "$phpunit" -c "$config" "$@"

@@ -48,6 +48,11 @@ if [ -z "${DEADBOLT_REDIS_PORT:-}" ]; then
   trap 'bash scripts/redis-stop.sh "$REDIS_DIR" >/dev/null 2>&1; rm -rf "$REDIS_DIR"' EXIT
 fi
 export DEADBOLT_REDIS_PORT DEADBOLT_SO=$SO USE_ZEND_ALLOC=0 ZEND_DONT_UNLOAD_MODULES=1
+# The build tree's PHP (scripts/php.sh): no installed deadbolt.so from the ini files, this PHP's PHPUnit config.
+PHP_INI_SCAN_DIR=$(bash scripts/php.sh --prepare); export PHP_INI_SCAN_DIR DEADBOLT_ISOLATED=1
+PHP_BIN=$(bash scripts/php-binary.sh)
+PHPUNIT_BIN=${PHPUNIT:-$(command -v phpunit || echo /usr/bin/phpunit)}
+PHPUNIT_CONFIG=$(bash scripts/phpunit.sh --config)
 
 start=$(date +%s)
 echo "valgrind-suite: ${TESTS[*]}"
@@ -60,10 +65,16 @@ for t in "${TESTS[@]}"; do
   valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
     --show-leak-kinds=definite --num-callers=40 --track-origins=no \
     --suppressions="$ROOT/scripts/valgrind.supp" --log-file="$LOG.part.%p" \
-    php -d extension="$SO" -d memory_limit=-1 \
+    "$PHP_BIN" -d extension="$SO" -d memory_limit=-1 \
       -d opcache.enable_cli=0 -d pcre.jit=0 -d display_errors=stderr -d error_reporting=-1 \
-      /usr/bin/phpunit -c phpunit.xml.dist --exclude-group not-under-valgrind "$t"
+      "$PHPUNIT_BIN" -c "$PHPUNIT_CONFIG" --exclude-group not-under-valgrind --log-junit "$LOG.junit.xml" "$t"
   rc=$?
+  # valgrind's exit code 99 hides PHPUnit's own: read the test outcome from PHPUnit's JUnit log instead.
+  head=$(grep -m1 -o '<testsuite [^>]*>' "$LOG.junit.xml" 2>/dev/null)
+  problems=$(( $(echo "$head" | sed -n 's/.* errors="\([0-9]*\)".*/\1/p' | grep . || echo 1) \
+             + $(echo "$head" | sed -n 's/.* failures="\([0-9]*\)".*/\1/p' | grep . || echo 1) ))
+  rm -f "$LOG.junit.xml"
+  if [ "$problems" -ne 0 ]; then phpunit_failed=1; echo "valgrind-suite: PHPUnit reported $problems failures/errors for $t"; fi
   # One log per process: the PHPUnit process and every pcntl_fork() child of the tests (valgrind follows forks).
   cat "$LOG".part.* >> "$LOG" 2>/dev/null; rm -f "$LOG".part.*
   if [ $rc -eq 99 ]; then valgrind_rc=99; elif [ $rc -ne 0 ]; then phpunit_failed=1; echo "valgrind-suite: phpunit exited $rc for $t"; fi
