@@ -13,7 +13,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let php = php_binary();
     let zts = Command::new(&php)
-        .args(["-n", "-r", "echo PHP_ZTS, ' ', PHP_VERSION;"])
+        .args(["-n", "-r", "echo (int) PHP_ZTS, ' ', PHP_VERSION;"])
         .output()
         .ok()
         .filter(|out| out.status.success())

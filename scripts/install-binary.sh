@@ -38,7 +38,7 @@ php=$(find_php)
 # -n: the facts of this PHP binary, whatever its ini files load (an old deadbolt among them).
 php_fact() { "$php" -n -r "echo $1;"; }
 version=$(php_fact 'PHP_MAJOR_VERSION.".".PHP_MINOR_VERSION')
-[ "$(php_fact 'PHP_ZTS')" = "0" ] || die "$php is a thread-safe (ZTS) PHP $version build; Deadbolt supports \
+[ "$(php_fact '(int) PHP_ZTS')" = "0" ] || die "$php is a thread-safe (ZTS) PHP $version build; Deadbolt supports \
 non-thread-safe (NTS) PHP only, which is what Debian, the official php:*-cli/-fpm images and most distributions ship."
 ext_dir=$("$php" -r 'echo ini_get("extension_dir");' 2>/dev/null) || ext_dir=
 [ -n "$ext_dir" ] || ext_dir=$(php_fact 'PHP_EXTENSION_DIR')

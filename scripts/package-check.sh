@@ -67,6 +67,15 @@ case "$how" in
   make)
     make install || fail "make install"
     expect_loaded
+    # With a copy installed, the build tree's commands still run the build tree's .so, silently (scripts/php.sh),
+    # and the stubs still lint (php -n -l: the installed module's functions do not clash with their declarations).
+    so=${CARGO_TARGET_DIR:-$PWD/target}/release/libdeadbolt.so
+    out=$(bash scripts/php.sh "$so" -r 'echo implode(",", array_unique(preg_grep("~deadbolt~", array_map(
+      fn ($l) => (string) substr($l, (int) strrpos($l, " ") + 1), file("/proc/self/maps", FILE_IGNORE_NEW_LINES)))));' 2>&1)
+    [ "$out" = "$(realpath "$so")" ] || fail "scripts/php.sh with deadbolt installed loaded: $out"
+    echo "package-check ($how): with deadbolt installed, scripts/php.sh loads only the build tree's $so"
+    for f in $(find stubs -name '*.php'); do php -n -l "$f" >/dev/null || fail "php -n -l $f with deadbolt installed"; done
+    echo "package-check ($how): with deadbolt installed, the stubs lint"
     make uninstall || fail "make uninstall"
     expect_unloaded "make uninstall" ;;
   *) fail "unknown way $how" ;;

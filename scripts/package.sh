@@ -17,7 +17,7 @@ so=${1:?usage: package.sh SO OUTDIR}; out=${2:?usage: package.sh SO OUTDIR}
 [ -f "$so" ] || { echo "package: no $so (build first)" >&2; exit 1; }
 php=$(bash scripts/php-binary.sh)
 fact() { "$php" -n -r "echo $1;"; }
-[ "$(fact PHP_ZTS)" = 0 ] || { echo "package: $php is a thread-safe (ZTS) build; Deadbolt packages NTS PHP only" >&2; exit 1; }
+[ "$(fact '(int) PHP_ZTS')" = 0 ] || { echo "package: $php is a thread-safe (ZTS) build; Deadbolt packages NTS PHP only" >&2; exit 1; }
 phpver=$(fact 'PHP_MAJOR_VERSION.".".PHP_MINOR_VERSION')
 api=$(basename "$(fact PHP_EXTENSION_DIR)")
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)

@@ -28,7 +28,7 @@ bash scripts/debian-root.sh run debian13 bash -c '
   set -euo pipefail
   out=$1 kind=$2 prefix=$3; shift 3
   export DEBIAN_FRONTEND=noninteractive
-  need=(gcc libc6-dev make pkg-config xz-utils)
+  need=(gcc libc6-dev make pkg-config xz-utils curl)
   missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   ((${#missing[@]} == 0)) || { apt-get update -qq; apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
   src=$out/src
@@ -39,7 +39,14 @@ bash scripts/debian-root.sh run debian13 bash -c '
     opts=(-o "Dir::Etc::SourceList=$src/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
       -o "Dir::State::Lists=$src/lists" -o "Dir::Cache=$src/cache" -o "APT::Sandbox::User=root" -qq)
     apt-get "${opts[@]}" update
-    (cd "$src" && apt-get "${opts[@]}" source --download-only php8.4)
+    if ! (cd "$src" && apt-get "${opts[@]}" source --download-only php8.4) >&2; then
+      # The registry this machine reaches lacks some current source files (8.4.27 here); any 8.4.x has the same
+      # module API, so an earlier orig tarball from the same pool does, checked against its pinned digest.
+      fallback=php8.4_8.4.16.orig.tar.xz
+      echo "php-from-source: falling back to $fallback" >&2
+      curl -fsS -o "$src/$fallback" "$mirror/pool/main/p/php8.4/$fallback"
+      echo "f66f8f48db34e9e29f7bfd6901178e9cf4a1b163e6e497716dfcb8f88bcfae30  $src/$fallback" | sha256sum -c --quiet
+    fi
   fi
   build=/tmp/php-build; rm -rf "$build"; mkdir -p "$build"
   tar -xJf "$src"/php8.4_*.orig.tar.xz -C "$build" --strip-components=1
