@@ -19,6 +19,15 @@
 set -euo pipefail
 
 die() { echo "deadbolt install: $*" >&2; exit 1; }
+# make_dir DIR: mkdir -p, remembering each directory it created in CREATED (the manifest lists them; uninstall
+# removes them, deepest first).
+CREATED=()
+make_dir() {
+  local d=$1 made=()
+  while [ ! -d "$d" ]; do made=("$d" "${made[@]}"); d=$(dirname "$d"); done
+  for d in "${made[@]}"; do mkdir "$d"; CREATED+=("$d"); done
+}
+record_dirs() { local d; for d in "${CREATED[@]}"; do echo "dir $d" >> "$manifest"; done; CREATED=(); }
 say() { echo "deadbolt install: $*"; }
 
 find_php() {
@@ -88,10 +97,11 @@ package first (apt-get remove), or keep using it"
     [ -n "$tmp" ] && rm -rf "$tmp"
     die "$so does not load into $php (PHP $version): ${check:-extension not loaded}"
   fi
-  mkdir -p "$ext_dir"
+  make_dir "$ext_dir"
   install -m 0644 "$so" "$ext_dir/deadbolt.so"
   [ -n "$tmp" ] && rm -rf "$tmp"
   : > "$manifest"
+  record_dirs
   echo "file $ext_dir/deadbolt.so" >> "$manifest"
   say "wrote $ext_dir/deadbolt.so"
   case "$(layout)" in
@@ -108,7 +118,8 @@ package first (apt-get remove), or keep using it"
       done ;;
     scandir)
       local dir; dir=$(scan_dir)
-      mkdir -p "$dir"
+      make_dir "$dir"
+      record_dirs
       printf '; Deadbolt: Symfony-Lock-compatible locks, native (installed by install-binary.sh)\nextension=deadbolt.so\n' \
         > "$dir/docker-php-ext-deadbolt.ini"
       echo "file $dir/docker-php-ext-deadbolt.ini" >> "$manifest"
@@ -121,7 +132,8 @@ package first (apt-get remove), or keep using it"
 
 do_uninstall() {
   [ -f "$manifest" ] || die "nothing to uninstall: no $manifest (Deadbolt was not installed into $php by this script)"
-  local kind arg
+  local kind arg entries
+  entries=$(cat "$manifest")
   # Disable first (phpdismod needs the mods-available ini), then remove the files.
   while read -r kind arg; do
     if [ "$kind" = phpenmod ]; then
@@ -140,6 +152,11 @@ do_uninstall() {
   done < "$manifest"
   rm -f "$manifest"
   say "removed $manifest"
+  # Directories it created, deepest first (listed parent before child), if nothing else has moved in since.
+  local dirs=()
+  while read -r kind arg; do [ "$kind" = dir ] && dirs=("$arg" "${dirs[@]}"); done <<< "$entries"
+  for arg in "${dirs[@]}"; do rmdir "$arg" 2>/dev/null && say "removed $arg/"; done
+  return 0
 }
 
 case "${1:-}" in

@@ -10,8 +10,8 @@ zts=/opt/php-zts/bin
 failed=0
 expect_refusal() {  # expect_refusal WHAT LOG: the step failed and its output names ZTS
   local what=$1 log=$2
-  if grep -q 'thread-safe (ZTS)' "$log"; then
-    echo "zts-check: $what refuses ZTS: $(grep -m1 -o '[^:]*thread-safe (ZTS)[^.]*' "$log")"
+  if grep -q 'supports non-thread-safe (NTS) PHP only' "$log"; then
+    echo "zts-check: $what refuses ZTS: $(grep -m1 'supports non-thread-safe (NTS) PHP only' "$log" | cut -c1-220)"
   else
     echo "zts-check: FAIL: $what did not refuse ZTS with a clear message:" >&2; tail -15 "$log" >&2; failed=1
   fi
