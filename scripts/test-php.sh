@@ -26,6 +26,8 @@ pass() {
 pass redis redis-server redis-cli
 if command -v valkey-server >/dev/null 2>&1; then
   pass valkey valkey-server valkey-cli
+else
+  echo "== valkey: not packaged for this Debian (Debian 13 has it: make test-debian13 runs this pass)"
 fi
 if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
   echo "== symfony/lock $(cat "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")/../../../../../../version" 2>/dev/null) from $DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD"
