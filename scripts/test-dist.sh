@@ -66,7 +66,7 @@ check "/usr/local (php:8.4-cli layout): make install / make uninstall" debian13-
 zts=$(bash scripts/php-from-source.sh zts)
 unset DEADBOLT_ROOT_NO_TOOLCHAIN
 check "ZTS PHP refused (cargo build, phpize, install-binary.sh)" debian13 \
-  bash -c "$(in_project "tar -xzf $zts -C / && bash scripts/zts-check.sh")"
+  bash -c "$(in_project "tar -xzf $zts -C / && DEADBOLT_NTS_SO=$build_dir/release/libdeadbolt.so bash scripts/zts-check.sh")"
 
 [ $((passed + failed)) -gt 0 ] || { echo "test-dist: no package was checked" >&2; exit 1; }
 echo "test-dist: ${failures[*]:+failed: ${failures[*]}}"

@@ -25,7 +25,7 @@ work=$(mktemp -d); cp ext/config.m4 ext/Makefile.frag "$work/"
   && { echo "zts-check: FAIL: configure succeeded for a ZTS PHP" >&2; failed=1; } || expect_refusal "phpize + ./configure" "$log"
 ext_dir=$("$zts/php" -n -r 'echo PHP_EXTENSION_DIR;')
 before=$(ls -A "$ext_dir" 2>/dev/null; ls -A /opt/php-zts/etc/conf.d 2>/dev/null)
-if PHP=$zts/php bash scripts/install-binary.sh install target/debian13/release/libdeadbolt.so >"$log" 2>&1; then
+if PHP=$zts/php bash scripts/install-binary.sh install "${DEADBOLT_NTS_SO:-target/debian13/release/libdeadbolt.so}" >"$log" 2>&1; then
   echo "zts-check: FAIL: install-binary.sh installed into a ZTS PHP" >&2; failed=1
 else expect_refusal "install-binary.sh" "$log"; fi
 [ "$before" = "$(ls -A "$ext_dir" 2>/dev/null; ls -A /opt/php-zts/etc/conf.d 2>/dev/null)" ] \
