@@ -10,7 +10,7 @@
 # The PHP: $PHP (a php binary), else the one beside $PHP_CONFIG, else `php` on PATH.
 # Where things go:
 #   - the .so: PHP's extension_dir (as `php -r 'echo ini_get("extension_dir");'` reports it);
-#   - Debian's PHP (phpenmod and /etc/php/X.Y/mods-available exist): mods-available/deadbolt.ini, enabled for every
+#   - Debian's PHP (its scan dir is /etc/php/X.Y/<sapi>/conf.d, phpenmod exists): mods-available/deadbolt.ini, for every
 #     SAPI with `phpenmod -v X.Y -s ALL` (cli, fpm, apache2... each get their conf.d link);
 #   - elsewhere (the official php images, /usr/local builds): docker-php-ext-deadbolt.ini in the scan directory
 #     `php --ini` reports, which every SAPI of that PHP reads; this is what docker-php-ext-enable writes.
@@ -56,7 +56,10 @@ manifest=$ext_dir/deadbolt.installed
 # The ini directory for every SAPI: Debian's mods-available when this is Debian's PHP, else the scan directory.
 debian_mods=/etc/php/$version/mods-available
 layout() {
-  if command -v phpenmod >/dev/null 2>&1 && [ -d "$debian_mods" ]; then
+  # Debian's own PHP reads /etc/php/X.Y/<sapi>/conf.d; a second PHP of the same version elsewhere (/usr/local) does not,
+  # and gets its own scan directory even on Debian.
+  local scan; scan=$(php_fact 'PHP_CONFIG_FILE_SCAN_DIR')
+  if command -v phpenmod >/dev/null 2>&1 && [ -d "$debian_mods" ] && [ "${scan#/etc/php/"$version"/}" != "$scan" ]; then
     echo debian
   else
     echo scandir

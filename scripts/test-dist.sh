@@ -7,6 +7,8 @@
 #     source into /usr/local with the images' configure options (scripts/php-from-source.sh nts): /usr/local/bin/php,
 #     /usr/local/etc/php/conf.d, extension_dir under /usr/local/lib/php/extensions, no phpenmod, no /etc/php.
 #     There: the tarball's install.sh, deploy/Dockerfile's RUN step as written, and make install / make uninstall
+#   - in the Debian 13 build root beside Debian's PHP: PHP_CONFIG=/usr/local/bin/php-config builds and installs for
+#     the /usr/local PHP only (scripts/php-config-check.sh)
 #   - a thread-safe PHP (scripts/php-from-source.sh zts) in the Debian 13 build root: cargo build, phpize +
 #     configure and install-binary.sh all refuse it with a message (scripts/zts-check.sh)
 # make install needs make in the root: that check installs it into its fresh copy first (not a compiler).
@@ -61,6 +63,11 @@ check "/usr/local (php:8.4-cli layout): deploy/Dockerfile's RUN step" debian13-b
 check "/usr/local (php:8.4-cli layout): make install / make uninstall" debian13-base bash -c "apt-get install -y -qq \
   --no-install-recommends make >/dev/null && $(in_project "$usr_local && CARGO_TARGET_DIR=$PWD/$build_dir \
   bash scripts/package-check.sh make")"
+
+# Two PHPs on one machine (Debian's and the /usr/local one): PHP_CONFIG picks the one to build and install for.
+unset DEADBOLT_ROOT_NO_TOOLCHAIN
+check "PHP_CONFIG picks the /usr/local PHP over Debian's (build, make install/uninstall)" debian13 \
+  bash -c "$(in_project "tar -xzf $nts -C / && bash scripts/php-config-check.sh")"
 
 # A thread-safe PHP is refused on every way in.
 zts=$(bash scripts/php-from-source.sh zts)
