@@ -55,8 +55,12 @@ impl RedisServer {
             .spawn()
             .expect("redis-server must be installed (make test installs it)");
         self.child = Some(child);
+        // Ready when both listeners accept: the TCP port answering first does not mean the unix socket does (seen
+        // with Redis 8.0 on a busy machine: "Connection refused" on the socket just after TCP accepted).
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err()
+            || std::os::unix::net::UnixStream::connect(self.socket()).is_err()
+        {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
