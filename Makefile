@@ -97,13 +97,14 @@ bench: build
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=8 --think=1000 --no-png
 
 # Installs the built extension for every SAPI of this PHP (or $PHP_CONFIG's) and says what it wrote;
-# `make uninstall` removes exactly that (scripts/install-binary.sh keeps the list). Builds first when nothing is
+# `make uninstall` removes exactly that (scripts/install-binary.sh keeps the list, and picks the PHP the same way
+# as the build: beside $PHP_CONFIG, else `php`). Builds first when nothing is
 # built yet; an existing build is installed as it is (a machine without Rust can install a build tree's .so).
 install: $(SO)
-	@PHP=$$(bash scripts/php-binary.sh) bash scripts/install-binary.sh install $(SO)
+	@bash scripts/install-binary.sh install $(SO)
 
 uninstall:
-	@PHP=$$(bash scripts/php-binary.sh) bash scripts/install-binary.sh uninstall
+	@bash scripts/install-binary.sh uninstall
 
 $(SO):
 	$(MAKE) build

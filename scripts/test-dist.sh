@@ -29,6 +29,15 @@ check() {  # check LABEL ROOT CMD...: one scenario in a fresh copy of ROOT
   fi
 }
 in_project() { echo "cd '$PWD' && $*"; }
+# Where the NTS build for a platform lives: the host's own in target/, Debian 13's (built in its root) in
+# target/debian13/ unless the host is Debian 13 itself.
+build_dir_for() {
+  if [ "$1" = debian13 ] && [ "$(. /etc/os-release; echo "$VERSION_CODENAME")" != trixie ]; then
+    echo target/debian13
+  else
+    echo target
+  fi
+}
 
 for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
   read -r name suite phpver <<< "$platform"
@@ -40,8 +49,7 @@ for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
   if [ -z "$deb" ] || [ -z "$tgz" ]; then
     failed=$((failed + 1)); failures+=("$name: a PHP $phpver package is missing"); continue
   fi
-  build_dir=target; [ "$name" = debian13 ] && build_dir=target/debian13
-  [ "$(. /etc/os-release; echo "$VERSION_CODENAME")" = trixie ] && [ "$name" = debian13 ] && build_dir=target
+  build_dir=$(build_dir_for "$name")
   bash scripts/debian-root.sh ensure "$name-php" "$suite" php-cli php-fpm
   check "$name: .deb ($(basename "$deb"))" "$name-php" bash -c "$(in_project bash scripts/package-check.sh deb "$deb")"
   check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
@@ -52,8 +60,7 @@ done
 # The official images' layout, with a PHP built the way they build it.
 nts=$(bash scripts/php-from-source.sh nts)
 tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz | head -1)
-build_dir=target/debian13
-[ "$(. /etc/os-release; echo "$VERSION_CODENAME")" = trixie ] && build_dir=target
+build_dir=$(build_dir_for debian13)
 bash scripts/debian-root.sh ensure debian13-base trixie libssl3t64
 usr_local="tar -xzf $nts -C / && export PATH=/usr/local/bin:\$PATH"
 check "/usr/local (php:8.4-cli layout): PIE tarball + install.sh" debian13-base \
