@@ -12,104 +12,67 @@
  *
  * After a warm-up, every round runs each variant for `cycles` cycles; the order rotates from round to round so that
  * machine noise hits all variants alike. The table shows the median round per variant and ratios to the anchors.
- * Without the extension the Deadbolt row is left out and a note says so.
+ * Without the extension the Deadbolt row is left out and a note says so. The lock files live in a fresh directory
+ * under the system temp dir, removed at the end; nothing else is written.
  *
  * Env: SYMFONY_LOCK_AUTOLOAD overrides the path of symfony/lock's autoloader.
  */
 
 declare(strict_types=1);
 
-const SYMFONY_AUTOLOAD = '/usr/share/php/Symfony/Component/Lock/autoload.php';
+require_once __DIR__ . '/support/cli.php';
+require_once __DIR__ . '/support/cycle_rounds.php';
+require_once __DIR__ . '/support/environment.php';
+require_once __DIR__ . '/support/process.php';
+require_once __DIR__ . '/support/report.php';
+require_once __DIR__ . '/support/scratch_dir.php';
+require_once __DIR__ . '/support/stats.php';
 
-function usage(string $error): never
-{
-    fwrite(STDERR, "bench/flock.php: $error\nusage: php bench/flock.php [cycles=20000] [names=64] [rounds=5]\n");
-    exit(2);
-}
+const RAW = 'raw PHP flock';
+const SYMFONY = 'symfony/lock FlockStore';
+const DEADBOLT = 'Deadbolt FlockStore';
 
-function positiveArg(array $argv, int $index, int $default, string $name): int
-{
-    if (!isset($argv[$index])) {
-        return $default;
-    }
-    if (!ctype_digit($argv[$index]) || (int) $argv[$index] < 1) {
-        usage("$name must be a positive integer, got '{$argv[$index]}'");
-    }
-
-    return (int) $argv[$index];
-}
-
-/** Resident set size of this process in KiB, from /proc (null where there is no /proc). */
-function vmRssKib(): ?int
-{
-    $status = @file_get_contents('/proc/self/status');
-    if ($status !== false && preg_match('/^VmRSS:\s+(\d+)\s+kB/m', $status, $m) === 1) {
-        return (int) $m[1];
-    }
-
-    return null;
-}
-
-function removeTree(string $dir): void
-{
-    if (!is_dir($dir)) {
-        return;
-    }
-    foreach (new RecursiveIteratorIterator(
-        new RecursiveDirectoryIterator($dir, FilesystemIterator::SKIP_DOTS),
-        RecursiveIteratorIterator::CHILD_FIRST,
-    ) as $entry) {
-        $entry->isDir() ? rmdir($entry->getPathname()) : unlink($entry->getPathname());
-    }
-    rmdir($dir);
-}
-
-function median(array $values): float
-{
-    sort($values);
-    $n = count($values);
-
-    return $n % 2 === 1 ? $values[intdiv($n, 2)] : ($values[$n / 2 - 1] + $values[$n / 2]) / 2;
-}
-
-/** One table row; widths count characters, not bytes (µ is two bytes in UTF-8). */
-function row(string ...$cells): void
-{
-    $widths = [24, 9, 13, 15, 7];
-    $out = [];
-    foreach ($cells as $i => $cell) {
-        $pad = str_repeat(' ', max(0, $widths[$i] - preg_match_all('/[^\x80-\xBF]/', $cell)));
-        $out[] = $i === 0 ? $cell . $pad : $pad . $cell;
-    }
-    echo implode('  ', $out), "\n";
-}
-
-$cycles = positiveArg($argv, 1, 20000, 'cycles');
-$nameCount = positiveArg($argv, 2, 64, 'names');
-$rounds = positiveArg($argv, 3, 5, 'rounds');
+$cli = new Cli('bench/flock.php', 'usage: php bench/flock.php [cycles=20000] [names=64] [rounds=5]');
+$args = array_slice($argv, 1);
+$cycles = $cli->positional($args, 0, 20000, 'cycles');
+$nameCount = $cli->positional($args, 1, 64, 'names');
+$rounds = $cli->positional($args, 2, 5, 'rounds');
 $warmup = min($cycles, 2000);
 
 $names = [];
 for ($i = 0; $i < $nameCount; ++$i) {
     $names[] = sprintf('bench:flock:%d', $i);
 }
+$baseDir = scratchDir($cli, 'deadbolt-bench-');
 
-$baseDir = sys_get_temp_dir() . '/deadbolt-bench-' . bin2hex(random_bytes(6));
-if (!mkdir($baseDir, 0700)) {
-    usage("cannot create $baseDir");
-}
-register_shutdown_function('removeTree', $baseDir);
+/** The same three calls for every LockFactory, symfony/lock's or Deadbolt's. */
+$factoryCycle = static function (object $factory) use ($names, $nameCount): Closure {
+    return static function (int $n) use ($factory, $names, $nameCount): int {
+        $failed = 0;
+        for ($i = 0; $i < $n; ++$i) {
+            $lock = $factory->createLock($names[$i % $nameCount]);
+            if ($lock->acquire(false)) {
+                $lock->release();
+            } else {
+                ++$failed;
+            }
+        }
+
+        return $failed;
+    };
+};
 
 /*
  * Each variant is a closure running N cycles and returning the number of failed acquires (always 0 when the
  * machine is quiet: the names are released before they come round again). Each gets its own directory.
  */
 $variants = [];
+$notes = [];
 
 $rawDir = "$baseDir/raw";
 mkdir($rawDir, 0700);
 $rawPaths = array_map(static fn (string $n): string => sprintf('%s/%s.lock', $rawDir, md5($n)), $names);
-$variants['raw PHP flock'] = static function (int $n) use ($rawPaths, $nameCount): int {
+$variants[RAW] = static function (int $n) use ($rawPaths, $nameCount): int {
     $failed = 0;
     for ($i = 0; $i < $n; ++$i) {
         $h = fopen($rawPaths[$i % $nameCount], 'c');
@@ -124,101 +87,66 @@ $variants['raw PHP flock'] = static function (int $n) use ($rawPaths, $nameCount
     return $failed;
 };
 
-$notes = [];
-$symfonyAutoload = getenv('SYMFONY_LOCK_AUTOLOAD') ?: SYMFONY_AUTOLOAD;
-if (is_file($symfonyAutoload)) {
-    require_once $symfonyAutoload;
-    $symfonyDir = "$baseDir/symfony";
-    $symfonyFactory = new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\FlockStore($symfonyDir));
-    $variants['symfony/lock FlockStore'] = static function (int $n) use ($symfonyFactory, $names, $nameCount): int {
-        $failed = 0;
-        for ($i = 0; $i < $n; ++$i) {
-            $lock = $symfonyFactory->createLock($names[$i % $nameCount]);
-            if ($lock->acquire(false)) {
-                $lock->release();
-            } else {
-                ++$failed;
-            }
-        }
-
-        return $failed;
-    };
+$symfonyAutoload = symfonyLockAutoload();
+if (loadLibrary($symfonyAutoload)) {
+    $variants[SYMFONY] = $factoryCycle(
+        new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\FlockStore("$baseDir/symfony")),
+    );
 } else {
     $notes[] = "symfony/lock not found at $symfonyAutoload (apt install php-symfony-lock, or set SYMFONY_LOCK_AUTOLOAD):"
         . ' its row and the ratios to it are missing.';
 }
 
-$deadbolt = 'Deadbolt FlockStore';
-if (class_exists(Deadbolt\LockFactory::class)) {
-    $deadboltDir = "$baseDir/deadbolt";
-    $deadboltFactory = new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore($deadboltDir));
-    $variants[$deadbolt] = static function (int $n) use ($deadboltFactory, $names, $nameCount): int {
-        $failed = 0;
-        for ($i = 0; $i < $n; ++$i) {
-            $lock = $deadboltFactory->createLock($names[$i % $nameCount]);
-            if ($lock->acquire(false)) {
-                $lock->release();
-            } else {
-                ++$failed;
-            }
-        }
-
-        return $failed;
-    };
+if (deadboltLoaded()) {
+    $variants[DEADBOLT] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore("$baseDir/deadbolt")));
 } else {
     $notes[] = 'The deadbolt extension is not loaded: only the anchors were measured. Run `make bench`, or'
         . ' php -d extension=target/release/libdeadbolt.so bench/flock.php';
 }
 
+// One slice per round: each variant runs its `cycles` cycles in one go.
+$bench = new CycleRounds($variants, $cycles, $rounds, $cycles);
 $memory = [];
-$samples = array_fill_keys(array_keys($variants), []);
-$failures = array_fill_keys(array_keys($variants), 0);
-$order = array_keys($variants);
-
-foreach ($order as $name) {
-    if ($name === $deadbolt) {
-        gc_collect_cycles();
-        $memory['before'] = [memory_get_usage(), vmRssKib()];
+$bench->warmUp($warmup, static function (string $name) use (&$memory): void {
+    if ($name === DEADBOLT) {
+        $memory['before'] = memorySnapshot();
     }
-    $failures[$name] += $variants[$name]($warmup);
+});
+$bench->measure();
+if ($bench->has(DEADBOLT)) {
+    $memory['after'] = memorySnapshot();
 }
 
-for ($round = 0; $round < $rounds; ++$round) {
-    $rotated = array_merge(array_slice($order, $round % count($order)), array_slice($order, 0, $round % count($order)));
-    foreach ($rotated as $name) {
-        $t0 = hrtime(true);
-        $failures[$name] += $variants[$name]($cycles);
-        $samples[$name][] = (hrtime(true) - $t0) / 1e3 / $cycles;
-    }
-}
-
-if (isset($variants[$deadbolt])) {
-    gc_collect_cycles();
-    $memory['after'] = [memory_get_usage(), vmRssKib()];
-}
-
-$medians = array_map('median', $samples);
-$rawUs = $medians['raw PHP flock'];
-$symfonyUs = $medians['symfony/lock FlockStore'] ?? null;
+$medians = $bench->medians();
+$rawUs = $medians[RAW] ?? null;
+$symfonyUs = $medians[SYMFONY] ?? null;
 
 printf("flock cycle (create lock + acquire non-blocking + release): %d cycles x %d rounds over %d names, warm-up %d\n",
     $cycles, $rounds, $nameCount, $warmup);
-printf("PHP %s, %s, %s\n\n", PHP_VERSION, php_uname('s') . ' ' . php_uname('r') . ' ' . php_uname('m'),
-    extension_loaded('Zend OPcache') && ini_get('opcache.enable_cli') ? 'opcache on' : 'opcache off (CLI)');
+echo phpAndMachine(), "\n\n";
 
-row('variant', 'µs/cycle', 'min..max', 'vs symfony/lock', 'vs raw');
-row(str_repeat('-', 24), str_repeat('-', 9), str_repeat('-', 13), str_repeat('-', 15), str_repeat('-', 7));
-foreach ($order as $name) {
+$widths = [24, 9, 13, 15, 7];
+row($widths, 'variant', 'µs/cycle', 'min..max', 'vs symfony/lock', 'vs raw');
+rule($widths);
+foreach (array_keys($variants) as $name) {
+    if (!isset($medians[$name])) {
+        row($widths, $name, 'failed', '-', '-', '-');
+        continue;
+    }
     row(
+        $widths,
         $name,
         sprintf('%.2f', $medians[$name]),
-        sprintf('%.2f..%.2f', min($samples[$name]), max($samples[$name])),
+        sprintf('%.2f..%.2f', min($bench->wallUs[$name]), max($bench->wallUs[$name])),
         $symfonyUs === null ? '-' : sprintf('%.2fx', $medians[$name] / $symfonyUs),
-        sprintf('%.2fx', $medians[$name] / $rawUs),
+        $rawUs === null ? '-' : sprintf('%.2fx', $medians[$name] / $rawUs),
     );
 }
 
-foreach ($failures as $name => $count) {
+foreach ($bench->broken as $name => $error) {
+    $notes[] = "$name threw, its row is empty: $error";
+}
+foreach ($bench->failures as $name => $count) {
     if ($count > 0) {
         $notes[] = sprintf('%s: %d acquires failed (another process using the same directory?): its time is not a'
             . ' clean cycle time.', $name, $count);
@@ -226,13 +154,7 @@ foreach ($failures as $name => $count) {
 }
 
 if (isset($memory['after'])) {
-    $kib = static fn (?int $v): string => $v === null ? 'n/a' : sprintf('%d KiB', $v);
-    printf("\nDeadbolt memory (other variants ran in between):\n");
-    printf("  before its first cycle: memory_get_usage %d B, VmRSS %s\n", $memory['before'][0], $kib($memory['before'][1]));
-    printf("  after its last cycle:   memory_get_usage %d B, VmRSS %s\n", $memory['after'][0], $kib($memory['after'][1]));
-    printf("  cycles run: %d\n", $warmup + $cycles * $rounds);
+    printMemory('Deadbolt memory', $memory['before'], 'after its last cycle:  ', $memory['after'],
+        $warmup + $cycles * $rounds);
 }
-
-foreach ($notes as $note) {
-    echo "\nNOTE: $note\n";
-}
+printNotes($notes);

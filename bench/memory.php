@@ -6,30 +6,18 @@
  * and after all cycles. The two lines should match: anything that grows with the cycle count is a leak.
  *
  *   php -d extension=target/release/libdeadbolt.so bench/memory.php [cycles=200000] [names=64]
+ *
+ * The lock files live in a fresh directory under the system temp dir, removed at the end; nothing else is written.
  */
 
 declare(strict_types=1);
 
+require_once __DIR__ . '/support/cli.php';
+require_once __DIR__ . '/support/environment.php';
+require_once __DIR__ . '/support/process.php';
+require_once __DIR__ . '/support/scratch_dir.php';
+
 const CHECKPOINT = 10000;
-
-/** Resident set size of this process in KiB, from /proc (null where there is no /proc). */
-function vmRssKib(): ?int
-{
-    $status = @file_get_contents('/proc/self/status');
-    if ($status !== false && preg_match('/^VmRSS:\s+(\d+)\s+kB/m', $status, $m) === 1) {
-        return (int) $m[1];
-    }
-
-    return null;
-}
-
-/** @return array{int, ?int} */
-function snapshot(): array
-{
-    gc_collect_cycles();
-
-    return [memory_get_usage(), vmRssKib()];
-}
 
 function report(string $label, array $snapshot): void
 {
@@ -37,21 +25,12 @@ function report(string $label, array $snapshot): void
         $snapshot[1] === null ? 'n/a' : sprintf('%8d KiB', $snapshot[1]));
 }
 
-$arg = static function (int $index, int $default) use ($argv): int {
-    if (!isset($argv[$index])) {
-        return $default;
-    }
-    if (!ctype_digit($argv[$index]) || (int) $argv[$index] < 1) {
-        fwrite(STDERR, "usage: php bench/memory.php [cycles=200000] [names=64]\n");
-        exit(2);
-    }
+$cli = new Cli('bench/memory.php', 'usage: php bench/memory.php [cycles=200000] [names=64]');
+$args = array_slice($argv, 1);
+$cycles = max(CHECKPOINT, $cli->positional($args, 0, 200000, 'cycles'));
+$nameCount = $cli->positional($args, 1, 64, 'names');
 
-    return (int) $argv[$index];
-};
-$cycles = max(CHECKPOINT, $arg(1, 200000));
-$nameCount = $arg(2, 64);
-
-if (!class_exists(Deadbolt\LockFactory::class)) {
+if (!deadboltLoaded()) {
     fwrite(STDERR, "bench/memory.php: the deadbolt extension is not loaded. Run it with\n"
         . "  php -d extension=target/release/libdeadbolt.so bench/memory.php\n");
     exit(1);
@@ -62,19 +41,10 @@ for ($i = 0; $i < $nameCount; ++$i) {
     $names[] = sprintf('bench:memory:%d', $i);
 }
 
-$dir = sys_get_temp_dir() . '/deadbolt-bench-memory-' . bin2hex(random_bytes(6));
-mkdir($dir, 0700);
-register_shutdown_function(static function () use ($dir): void {
-    foreach (glob($dir . '/*') ?: [] as $file) {
-        unlink($file);
-    }
-    @rmdir($dir);
-});
-
-$factory = new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore($dir));
+$factory = new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore(scratchDir($cli, 'deadbolt-bench-memory-')));
 $failed = 0;
 
-report('start', snapshot());
+report('start', memorySnapshot());
 $checkpoint = null;
 for ($i = 1; $i <= $cycles; ++$i) {
     $lock = $factory->createLock($names[$i % $nameCount]);
@@ -85,12 +55,12 @@ for ($i = 1; $i <= $cycles; ++$i) {
     }
     if ($i === CHECKPOINT) {
         unset($lock);
-        $checkpoint = snapshot();
+        $checkpoint = memorySnapshot();
         report(sprintf('after %d cycles', $i), $checkpoint);
     }
 }
 unset($lock);
-$end = snapshot();
+$end = memorySnapshot();
 report(sprintf('after %d cycles', $cycles), $end);
 
 printf("growth from %d to %d cycles: memory_get_usage %+d B, VmRSS %s\n", CHECKPOINT, $cycles,

@@ -26,20 +26,19 @@ if [ -f "$tgz" ] && [ "$(cat "$out/php-$kind.recipe" 2>/dev/null)" = "$recipe" ]
 bash scripts/debian-root.sh ensure debian13 trixie make ca-certificates >&2
 bash scripts/debian-root.sh run debian13 bash -c '
   set -euo pipefail
-  out=$1 kind=$2 prefix=$3; shift 3
+  out=$1 kind=$2 prefix=$3 lib=$4; shift 4
   export DEBIAN_FRONTEND=noninteractive
   need=(gcc libc6-dev make pkg-config xz-utils curl)
   missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   ((${#missing[@]} == 0)) || { apt-get update -qq; apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
   src=$out/src
   if ! ls "$src"/php8.4_*.orig.tar.xz >/dev/null 2>&1; then
-    rm -rf "$src"; mkdir -p "$src/lists/partial" "$src/cache/archives/partial"
+    rm -rf "$src"
     mirror=$(sed -n "s/^deb \(\S*\) trixie main$/\1/p" /etc/apt/sources.list | head -1)
-    echo "deb-src $mirror trixie main" > "$src/sources.list"
-    opts=(-o "Dir::Etc::SourceList=$src/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-      -o "Dir::State::Lists=$src/lists" -o "Dir::Cache=$src/cache" -o "APT::Sandbox::User=root" -qq)
-    apt-get "${opts[@]}" update
-    if ! (cd "$src" && apt-get "${opts[@]}" source --download-only php8.4) >&2; then
+    source "$lib"
+    private_apt_setup "$src" "deb-src $mirror trixie main"
+    apt-get "${private_apt_opts[@]}" update
+    if ! (cd "$src" && apt-get "${private_apt_opts[@]}" source --download-only php8.4) >&2; then
       # The registry this machine reaches lacks some current source files (8.4.27 here); any 8.4.x has the same
       # module API, so an earlier orig tarball from the same pool does, checked against its pinned digest.
       fallback=php8.4_8.4.16.orig.tar.xz
@@ -61,6 +60,6 @@ bash scripts/debian-root.sh run debian13 bash -c '
   mkdir -p /tmp/php-stage"$scan"
   tar -czf "$out/php-$kind.tgz" -C /tmp/php-stage .
   /tmp/php-stage"$prefix"/bin/php -n -v | head -1
-' bash "$out" "$kind" "$prefix" "${flags[@]}" >&2
+' bash "$out" "$kind" "$prefix" "$PWD/scripts/lib/private-apt.sh" "${flags[@]}" >&2
 echo "$recipe" > "$out/php-$kind.recipe"
 echo "$tgz"

@@ -11,15 +11,14 @@ dir=$(realpath -m "${1:?usage: symfony-lock-sid.sh DIR}")
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 autoload=$dir/usr/share/php/Symfony/Component/Lock/autoload.php
 if [ -f "$autoload" ] && [ -f "$dir/version" ]; then echo "$autoload"; exit 0; fi
-rm -rf "$dir"; mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/deb"
-echo "deb $mirror sid main" > "$dir/apt/sources.list"
-apt_opts=(-o "Dir::Etc::SourceList=$dir/apt/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-  -o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache" -o "Debug::NoLocking=1" -o "APT::Sandbox::User=root"
-  -o "Acquire::Check-Valid-Until=false" -qq)
-apt-get "${apt_opts[@]}" update >&2
-version=$(apt-cache "${apt_opts[@]}" show php-symfony-lock | sed -n 's/^Version: //p' | sort -V | tail -1)
+rm -rf "$dir"; mkdir -p "$dir/deb"
+# shellcheck source=lib/private-apt.sh
+source "$(dirname "$0")/lib/private-apt.sh"
+private_apt_setup "$dir/apt" "deb $mirror sid main" -o "Debug::NoLocking=1" -o "Acquire::Check-Valid-Until=false"
+apt-get "${private_apt_opts[@]}" update >&2
+version=$(apt-cache "${private_apt_opts[@]}" show php-symfony-lock | sed -n 's/^Version: //p' | sort -V | tail -1)
 case "$version" in 7.4*) ;; *) echo "symfony-lock-sid: sid has php-symfony-lock $version, not 7.4" >&2; exit 1 ;; esac
-(cd "$dir/deb" && apt-get "${apt_opts[@]}" download "php-symfony-lock=$version" >&2)
+(cd "$dir/deb" && apt-get "${private_apt_opts[@]}" download "php-symfony-lock=$version" >&2)
 dpkg-deb -x "$dir"/deb/php-symfony-lock_*.deb "$dir"
 # Its dependencies, by the relative paths its autoload.php requires, from the packages of this system.
 for dep in Psr/Log Symfony/Contracts/Deprecation; do

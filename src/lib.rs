@@ -3,6 +3,7 @@
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
 mod args;
+mod end_of_request;
 mod error_map;
 mod exceptions;
 mod key;
@@ -12,9 +13,11 @@ mod logger;
 mod metrics;
 mod php_redis_client;
 mod redis_store;
-mod shutdown;
+mod store_arg;
+mod store_contract;
 mod store_factory;
 mod stores;
+mod zend_object;
 
 use ext_php_rs::prelude::*;
 use ext_php_rs::zend::ModuleEntry;
@@ -28,25 +31,17 @@ fn startup(_ty: i32, _module_number: i32) -> i32 {
     }
 }
 
-/// RINIT. ext-php-rs marks every Rust-backed class not serializable, and PHP then throws a generic
-/// `Exception` before looking at the class. symfony/lock answers `serialize($lock)` with a
-/// `BadMethodCallException`, which `Lock::__serialize` throws once the flag is off; a Key of a
-/// store not bound to a process must travel, which `Key::__serialize` does. The classes are
-/// registered after our MINIT hook runs, so the flag is cleared here (a no-op after the first time).
+/// RINIT. symfony/lock answers `serialize($lock)` with a `BadMethodCallException`, which
+/// `Lock::__serialize` throws once the engine lets `serialize()` reach it; a Key of a store not
+/// bound to a process must travel, which `Key::__serialize` does (zend_object.rs says why this
+/// waits for RINIT). Locks get their destructor hook; the request starts with no lock to release
+/// at its end.
 extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
-    lock::let_serialize_reach::<lock::PhpLock>();
-    lock::let_serialize_reach::<key::PhpKey>();
-    lock::install_destructor();
-    shutdown::reset();
+    zend_object::let_serialize_reach::<lock::PhpLock>();
+    zend_object::let_serialize_reach::<key::PhpKey>();
+    lock::PhpLock::hook_destructor();
+    end_of_request::reset();
     0
-}
-
-/// Releases every lock of this request still held through a PHP Redis client (`\Redis`,
-/// Predis), silently. Deadbolt registers it as a shutdown function when such a lock is taken.
-#[php_function]
-#[php(name = "Deadbolt\\release_client_locks")]
-pub fn release_client_locks() {
-    shutdown::release_tracked();
 }
 
 /// The `deadbolt` section of `phpinfo()`.
@@ -58,7 +53,7 @@ extern "C" fn info(_module: *mut ModuleEntry) {
         "stores",
         "flock, in-memory, redis (native or \\Redis, \\RedisCluster, Predis)"
     );
-    for (counter, value) in deadbolt_core::metrics::snapshot().counters {
+    for (counter, value) in deadbolt_core::snapshot().counters {
         info_table_row!(counter.name(), value.to_string());
     }
     info_table_end!();
@@ -78,5 +73,5 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<redis_store::PhpRedisStore>()
         .class::<store_factory::PhpStoreFactory>()
         .class::<metrics::PhpMetrics>()
-        .function(wrap_function!(release_client_locks))
+        .class::<end_of_request::PhpEndOfRequest>()
 }

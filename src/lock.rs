@@ -4,23 +4,23 @@
 
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
-use std::sync::{Arc, Once, OnceLock};
+use std::sync::Arc;
 
-use deadbolt_core::{Error, InMemoryStore, Key, Lock, Mode};
-use ext_php_rs::class::RegisteredClass;
+use deadbolt_core::{Error, InMemoryStore, Key, Lock, Mode, StoreRef};
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
-use ext_php_rs::zend::{run_handler, ExecutorGlobals};
+use ext_php_rs::zend::run_handler;
 
 use crate::args;
+use crate::end_of_request;
 use crate::error_map::{exception_object, new_exception, throwable};
 use crate::exceptions::bad_method_call;
 use crate::key::PhpKey;
 use crate::logger::{report_store_warning, EventLog};
-use crate::shutdown;
-use crate::stores::engine_store_arg;
+use crate::store_arg::engine_store_arg;
+use crate::zend_object::{hook_destructor, standard_destructor, ParkedException};
 
 #[php_class]
 #[php(name = "Deadbolt\\Lock")]
@@ -35,7 +35,8 @@ pub struct PhpLock {
 impl Default for PhpLock {
     fn default() -> Self {
         let key = Arc::new(parking_lot::Mutex::new(Key::new("")));
-        let placeholder = Lock::new(key, Rc::new(InMemoryStore::new()), None, false);
+        let store = StoreRef::Owned(Rc::new(InMemoryStore::new()));
+        let placeholder = Lock::new(key, store, None, false);
         PhpLock::new(placeholder, None)
     }
 }
@@ -49,20 +50,19 @@ impl PhpLock {
     ) -> PhpResult<bool> {
         let wait = args::wait(blocking, timeout)?;
         let acquired = object.run(|lock, log| lock.acquire(mode, wait, log))?;
-        if acquired {
-            shutdown::track(object);
+        if acquired && matches!(object.inner.store_ref(), StoreRef::Lent(_)) {
+            end_of_request::track(&raw mut object.std, release_at_shutdown);
         }
         Ok(acquired)
     }
 
-    /// Whether Rust's `Drop` can release this lock (its store needs no PHP call).
-    pub fn releases_from_drop(&self) -> bool {
-        self.inner.store().releases_from_drop()
-    }
-
-    /// The silent release of a lock that is still held, inside a PHP frame (shutdown function).
-    pub fn release_now(&mut self) {
-        release_through_php(self);
+    /// Makes PHP release a `Deadbolt\Lock` that dies while held, through any store, during PHP's
+    /// destructor phase (where calling a `\Redis` or Predis client is allowed), silently:
+    /// symfony/lock's destructor without its fatal error when the store is down. After a fatal
+    /// error PHP runs no destructors; Rust's `Drop` then releases the locks of owned stores.
+    pub fn hook_destructor() {
+        static HOOKED: std::sync::Once = std::sync::Once::new();
+        HOOKED.call_once(|| hook_destructor::<PhpLock>(destroy_lock));
     }
 
     pub fn new(inner: Lock, logger: Option<Zval>) -> Self {
@@ -205,91 +205,36 @@ fn bad_method_call_exception(message: &str) -> PhpException {
     }
 }
 
-/// Clears the engine's "not serializable" flag on a class, so that `serialize()` reaches its
-/// `__serialize` (Lock: symfony/lock's `BadMethodCallException`; Key: the key's data).
-pub fn let_serialize_reach<T: RegisteredClass>() {
-    let ce = T::get_metadata().ce();
-    let not_serializable = ClassFlags::NotSerializable.bits();
-    if ce.ce_flags & not_serializable != 0 {
-        let ce = std::ptr::from_ref(ce).cast_mut();
-        // SAFETY: the class entry is PHP's and lives for the whole process; PHP is between requests
-        // or at the start of one, so no code reads the flags while this one bit changes.
-        unsafe { (*ce).ce_flags &= !not_serializable };
+/// The silent release of a lock still held at the end of the request (end_of_request.rs).
+fn release_at_shutdown(object: &mut ZendObject) {
+    if let Some(lock) = ZendClassObject::<PhpLock>::from_zend_obj_mut(object) {
+        release_through_php(lock);
     }
-}
-
-/// The engine's own destructor of objects (`zend_objects_destroy_object`), run after ours.
-static STANDARD_DESTRUCTOR: OnceLock<unsafe extern "C" fn(*mut ZendObject)> = OnceLock::new();
-
-/// Makes PHP release a `Deadbolt\Lock` that dies while held, through any store, during PHP's
-/// destructor phase (where calling a `\Redis` or Predis client is allowed), silently: symfony/lock's
-/// destructor without its fatal error when the store is down. After a fatal error PHP runs no
-/// destructors; Rust's `Drop` then releases the locks of native stores.
-///
-/// A destructor hook rather than a `__destruct` method: PHP also destroys the placeholder object
-/// of a failed `clone`, which has no Rust state, and a method cannot be called on it.
-pub fn install_destructor() {
-    static INSTALLED: Once = Once::new();
-    INSTALLED.call_once(|| {
-        let handlers = std::ptr::from_ref(PhpLock::get_metadata().handlers()).cast_mut();
-        // SAFETY: the handler table is ext-php-rs' static for this class, alive for the whole
-        // process; this runs once, at the first request startup on PHP's thread, before any Lock
-        // object exists, and only swaps one function pointer.
-        unsafe {
-            if let Some(standard) = (*handlers).dtor_obj {
-                let _ = STANDARD_DESTRUCTOR.set(standard);
-            }
-            (*handlers).dtor_obj = Some(destroy_lock);
-        }
-    });
 }
 
 /// Releases a dying lock whose store talks through a PHP client. Such a client may be called only
 /// inside a running frame (at shutdown there is none, and its exceptions would be fatal): then
 /// the lock is left to its TTL. An exception already in flight (the lock dies while it unwinds)
-/// is set aside for the call and put back untouched, with the frame's position.
+/// is set aside for the call and put back untouched.
 fn release_through_php(lock: &mut PhpLock) {
-    let saved = {
-        let mut globals = ExecutorGlobals::get_mut();
-        // SAFETY: reading the engine's current frame, which lives while this destructor runs.
-        let Some(frame) = (unsafe { globals.current_execute_data.as_mut() }) else {
-            return;
-        };
-        let saved = (
-            globals.exception,
-            frame.opline,
-            globals.opline_before_exception,
-        );
-        globals.exception = std::ptr::null_mut();
-        saved
+    let Some(parked) = ParkedException::park() else {
+        return;
     };
     run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
-    let mut globals = ExecutorGlobals::get_mut();
-    let (exception, opline, before) = saved;
-    if !exception.is_null() {
-        globals.exception = exception;
-        globals.opline_before_exception = before;
-        // SAFETY: the same frame as above: the destructor has not returned to it yet.
-        if let Some(frame) = unsafe { globals.current_execute_data.as_mut() } {
-            frame.opline = opline;
-        }
-    }
+    drop(parked);
 }
 
 unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
-    shutdown::forget(object);
+    end_of_request::forget(object);
     // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
     let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
     if let Some(lock) = lock {
         let lock = &mut **lock;
-        if lock.inner.store().releases_from_drop() {
-            run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
-        } else {
-            release_through_php(lock);
+        match lock.inner.store_ref() {
+            StoreRef::Owned(_) => run_handler(AssertUnwindSafe(|| lock.inner.release_on_death())),
+            StoreRef::Lent(_) => release_through_php(lock),
         }
     }
-    if let Some(standard) = STANDARD_DESTRUCTOR.get() {
-        // SAFETY: the engine's destructor, called as the engine would have called it.
-        unsafe { standard(object) };
-    }
+    // SAFETY: the object PHP handed this hook.
+    unsafe { standard_destructor(object) };
 }

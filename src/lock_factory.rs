@@ -3,9 +3,7 @@
 // (`$autoRelease`, `$lockPath`): reflection and named arguments must match.
 #![allow(non_snake_case)]
 
-use std::rc::Rc;
-
-use deadbolt_core::{AutoRefresh, Lock, Store};
+use deadbolt_core::{AutoRefresh, Lock, StoreRef};
 use ext_php_rs::binary_slice::BinarySlice;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendObject, Zval};
@@ -14,12 +12,12 @@ use crate::args;
 use crate::error_map::to_php;
 use crate::key::PhpKey;
 use crate::lock::PhpLock;
-use crate::stores::engine_store_arg;
+use crate::store_arg::engine_store_arg;
 
 #[php_class]
 #[php(name = "Deadbolt\\LockFactory")]
 pub struct PhpLockFactory {
-    store: Rc<dyn Store>,
+    store: StoreRef,
     logger: Option<Zval>,
 }
 

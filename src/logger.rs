@@ -72,7 +72,11 @@ pub fn report_store_warning(
     logger: Option<&Zval>,
     resource: impl FnOnce() -> Vec<u8>,
 ) {
-    let Some(warning) = store.take_warning() else {
+    let Some(warning) = store
+        .capabilities()
+        .expiring
+        .and_then(|store| store.take_warning())
+    else {
         return;
     };
     if let Ok(error_log) = ZendCallable::try_from_name("error_log") {

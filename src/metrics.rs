@@ -1,7 +1,6 @@
 //! `Deadbolt\Metrics`: this process's lock counters and histograms, for a status page, a log
 //! line or a Prometheus scrape.
 
-use deadbolt_core::metrics;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
@@ -20,7 +19,7 @@ impl PhpMetrics {
     /// 'buckets' => [le => cumulative int, ..., '+Inf' => int]]]]`.
     pub fn snapshot() -> PhpResult<ZBox<ZendHashTable>> {
         let failed = |e: ext_php_rs::error::Error| invalid_argument(e.to_string());
-        let snapshot = metrics::snapshot();
+        let snapshot = deadbolt_core::snapshot();
         let mut counters = ZendHashTable::new();
         for (counter, value) in snapshot.counters {
             counters
@@ -30,7 +29,7 @@ impl PhpMetrics {
         let mut timings = ZendHashTable::new();
         for (timing, histogram) in snapshot.timings {
             let mut buckets = ZendHashTable::new();
-            let bounds = metrics::BUCKETS.iter().map(|le| le.to_string());
+            let bounds = deadbolt_core::BUCKETS.iter().map(|le| le.to_string());
             for (le, count) in bounds.chain(["+Inf".to_owned()]).zip(&histogram.cumulative) {
                 buckets
                     .insert(le.as_str(), i64::try_from(*count).unwrap_or(i64::MAX))
@@ -52,11 +51,11 @@ impl PhpMetrics {
 
     /// The same numbers in the Prometheus text format (`deadbolt_*` metrics).
     pub fn prometheus() -> String {
-        metrics::prometheus()
+        deadbolt_core::prometheus()
     }
 
     /// Starts counting from zero.
     pub fn reset() {
-        metrics::reset();
+        deadbolt_core::reset_metrics();
     }
 }

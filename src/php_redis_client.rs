@@ -1,14 +1,16 @@
 //! The Redis store over a PHP client the app already has: phpredis' `\Redis` / `\RedisCluster` or
 //! a Predis client. Scripts run through the object's own methods (EVALSHA, then EVAL on NOSCRIPT),
 //! so its connection, prefix and auth settings apply. Only ever used on PHP's thread, inside a PHP
-//! call: `is_native()` is false, which keeps it out of `Drop`.
+//! call: locks on it are `StoreRef::Lent`, which keeps them out of `Drop`, and it offers no
+//! connection for the background refresher. Errors are classified here, once, from the text the
+//! client gives (it has no error kinds to read).
 
-use deadbolt_core::store::redis::runner::{RunError, ScriptRunner};
-use deadbolt_core::store::redis::scripts::LockScript;
-use ext_php_rs::boxed::ZBox;
+use deadbolt_core::{LockScript, RunError, RunErrorKind, Signal, Transport};
 use ext_php_rs::convert::IntoZvalDyn;
-use ext_php_rs::types::{ZendCallable, ZendHashTable, ZendObject, Zval};
-use ext_php_rs::zend::{ClassEntry, ExecutorGlobals};
+use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
+use ext_php_rs::zend::ClassEntry;
+
+use crate::zend_object::take_pending_exception;
 
 /// Which client API the object speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,8 +22,8 @@ enum Flavour {
     Predis,
 }
 
-/// A script runner over a PHP Redis client object.
-pub struct PhpClientRunner {
+/// A transport over a PHP Redis client object.
+pub struct PhpClientTransport {
     client: Zval,
     flavour: Flavour,
     /// `\RedisCluster`, whose raw commands name the key (node) first.
@@ -32,8 +34,8 @@ pub struct PhpClientRunner {
 /// `\Redis::OPT_PREFIX` (the same in every phpredis release).
 const PHPREDIS_OPT_PREFIX: i64 = 2;
 
-impl PhpClientRunner {
-    /// A runner over the client object in `connection`, or `None` when it is not a supported client.
+impl PhpClientTransport {
+    /// A transport over the client object in `connection`, or `None` when it is not a supported client.
     pub fn new(connection: &Zval) -> Option<Self> {
         let object = connection.object()?;
         let is = |class: &str| ClassEntry::try_find(class).is_some_and(|ce| object.instance_of(ce));
@@ -52,7 +54,7 @@ impl PhpClientRunner {
             Some(endpoint) => format!("\\{class}({endpoint})"),
             None => format!("\\{class}"),
         };
-        Some(PhpClientRunner {
+        Some(PhpClientTransport {
             client,
             flavour,
             cluster,
@@ -68,8 +70,12 @@ impl PhpClientRunner {
     ) -> Result<Zval, RunError> {
         let mut list = ZendHashTable::new();
         for arg in argv {
-            list.push(arg)
-                .map_err(|e| RunError::Server(format!("cannot pass the script arguments: {e}")))?;
+            list.push(arg).map_err(|e| {
+                RunError::new(
+                    RunErrorKind::Server,
+                    format!("cannot pass the script arguments: {e}"),
+                )
+            })?;
         }
         let argv = list;
         let _ = call(&self.client, "clearLastError", vec![]);
@@ -77,14 +83,14 @@ impl PhpClientRunner {
         if !is_false(&reply) {
             return Ok(reply);
         }
-        let error = last_error(&self.client);
-        if !error.as_deref().is_some_and(|e| e.starts_with("NOSCRIPT")) {
-            return Err(RunError::Server(self.describe(error)));
+        let error = self.describe(last_error(&self.client));
+        if error.kind() != RunErrorKind::NoScript {
+            return Err(error);
         }
         let _ = call(&self.client, "clearLastError", vec![]);
         let reply = call(&self.client, "eval", vec![&script.code(), &argv, &keys])?;
         if is_false(&reply) {
-            return Err(RunError::Server(self.describe(last_error(&self.client))));
+            return Err(self.describe(last_error(&self.client)));
         }
         Ok(reply)
     }
@@ -102,7 +108,7 @@ impl PhpClientRunner {
         };
         let sha = script.sha1();
         let reply = match evalsha("evalsha", &sha) {
-            Err(RunError::Server(message)) if message.contains("NOSCRIPT") => None,
+            Err(e) if e.kind() == RunErrorKind::NoScript => None,
             Err(e) => return Err(e),
             Ok(reply) if predis_error(&reply).is_some_and(|m| m.starts_with("NOSCRIPT")) => None,
             Ok(reply) => Some(reply),
@@ -113,7 +119,7 @@ impl PhpClientRunner {
             None => evalsha("eval", &code)?,
         };
         match predis_error(&reply) {
-            Some(message) => Err(RunError::Server(self.describe(Some(message)))),
+            Some(message) => Err(self.describe(Some(message))),
             None => Ok(reply),
         }
     }
@@ -145,9 +151,12 @@ impl PhpClientRunner {
                 let mut name = Zval::new();
                 name.set_binary(list.to_vec());
                 let mut lists = ZendHashTable::new();
-                lists
-                    .push(name)
-                    .map_err(|e| RunError::Server(format!("cannot pass the list name: {e}")))?;
+                lists.push(name).map_err(|e| {
+                    RunError::new(
+                        RunErrorKind::Server,
+                        format!("cannot pass the list name: {e}"),
+                    )
+                })?;
                 call(&self.client, "blpop", vec![&lists, &seconds])
             }
         }
@@ -155,24 +164,27 @@ impl PhpClientRunner {
 
     /// A connection failure says which client it came through (server errors already do).
     fn through(&self, e: RunError) -> RunError {
-        match e {
-            RunError::Connection(m) => {
-                RunError::Connection(format!("Redis through {}: {m}", self.name))
-            }
-            other => other,
+        if e.kind() == RunErrorKind::Connection {
+            return RunError::new(
+                RunErrorKind::Connection,
+                format!("Redis through {}: {e}", self.name),
+            );
         }
+        e
     }
 
-    fn describe(&self, error: Option<String>) -> String {
-        format!(
-            "Redis through {}: {}",
-            self.name,
-            error.unwrap_or_else(|| "the script failed without an error message".into())
+    /// A server's error reply (or its absence), classified by its code.
+    fn describe(&self, error: Option<String>) -> RunError {
+        RunError::from_reply(
+            &format!("Redis through {}: ", self.name),
+            error
+                .as_deref()
+                .unwrap_or("the script failed without an error message"),
         )
     }
 }
 
-impl ScriptRunner for PhpClientRunner {
+impl Transport for PhpClientTransport {
     fn name(&self) -> &str {
         &self.name
     }
@@ -201,24 +213,28 @@ impl ScriptRunner for PhpClientRunner {
     /// A blocking wait through the client (BLPOP): a hand-over reaches a waiter at once here too.
     /// The client's own read timeout must outlast it (phpredis and Predis default to PHP's
     /// `default_socket_timeout`, 60 s).
-    fn wait_signal(&self, key: &[u8], timeout: std::time::Duration) -> Result<bool, RunError> {
+    fn wait_signal(
+        &self,
+        list: &[u8],
+        timeout: std::time::Duration,
+    ) -> Result<Option<Signal>, RunError> {
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
         let reply = self
-            .blocking_pop(key, &seconds)
+            .blocking_pop(list, &seconds)
             .map_err(|e| self.through(e))?;
         if let Some(message) = predis_error(&reply) {
-            return Err(RunError::Server(self.describe(Some(message))));
+            return Err(self.describe(Some(message)));
         }
         if self.flavour == Flavour::PhpRedis && is_false(&reply) {
             if let Some(error) = last_error(&self.client) {
-                return Err(RunError::Server(self.describe(Some(error))));
+                return Err(self.describe(Some(error)));
             }
         }
-        Ok(reply.array().is_some_and(|popped| !popped.is_empty()))
-    }
-
-    fn is_native(&self) -> bool {
-        false
+        // BLPOP answers [list, item] when it popped.
+        let item = reply
+            .array()
+            .and_then(|popped| popped.get_index(1).and_then(|item| item.binary::<u8>()));
+        Ok(item.and_then(|item| Signal::parse(&item)))
     }
 }
 
@@ -237,42 +253,23 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
             .ok()
             .and_then(|m| m.string())
             .unwrap_or_default();
-        let text = format!("{class}: {message}");
-        return Err(
-            if class.contains("ServerException") || message.starts_with("NOSCRIPT") {
-                RunError::Server(text)
-            } else {
-                RunError::Connection(text)
-            },
-        );
+        // A server's error reply (Predis' ServerException, or a reply code such as NOSCRIPT or
+        // LOADING that phpredis throws in some versions), else the connection failed.
+        let is_reply = class.contains("ServerException")
+            || RunError::from_reply("", &message).kind() != RunErrorKind::Server;
+        return Err(if is_reply {
+            RunError::from_reply(&format!("{class}: "), &message)
+        } else {
+            RunError::new(RunErrorKind::Connection, format!("{class}: {message}"))
+        });
     }
-    result.map_err(|e| RunError::Server(format!("{method}() could not be called: {e}")))
+    result.map_err(|e| {
+        RunError::new(
+            RunErrorKind::Server,
+            format!("{method}() could not be called: {e}"),
+        )
+    })
 }
-
-/// Takes the exception a client just threw, as `zend_clear_exception()` would: when the call came
-/// from user code (a Lock dying in `unset()`), PHP has already pointed that frame at its exception
-/// handler, and it must resume where it was or it unwinds with no exception at all.
-fn take_pending_exception() -> Option<ZBox<ZendObject>> {
-    let exception = ExecutorGlobals::take_exception()?;
-    let globals = ExecutorGlobals::get_mut();
-    // SAFETY: the frame pointer is the engine's current one (or null); user frames have `op_array`
-    // as their function, and `opline_before_exception` is where the engine left that frame.
-    unsafe {
-        if let Some(frame) = globals.current_execute_data.as_mut() {
-            let is_user_code = frame
-                .func
-                .as_ref()
-                .is_some_and(|func| u32::from(func.type_) == ZEND_USER_FUNCTION);
-            if is_user_code {
-                frame.opline = globals.opline_before_exception;
-            }
-        }
-    }
-    Some(exception)
-}
-
-/// `ZEND_USER_FUNCTION` from zend_compile.h.
-const ZEND_USER_FUNCTION: u32 = 2;
 
 /// `call_user_func_array([$object, $method], $params)`, which goes through `__call`.
 fn call_magic(

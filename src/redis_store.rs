@@ -1,12 +1,12 @@
 // PHP takes parameter names from the Rust names; symfony/lock spells them in camelCase.
 #![allow(non_snake_case)]
 
-//! `Deadbolt\Store\RedisStore`: Redis by DSN (native connection) or through a PHP client object.
+//! `Deadbolt\Store\RedisStore`: Redis by DSN (a native connection) or through a PHP client object
+//! the application lends (its `\Redis`, `\RedisCluster` or Predis client).
 
 use std::rc::Rc;
 
-use deadbolt_core::store::redis::runner::ScriptRunner;
-use deadbolt_core::RedisStore;
+use deadbolt_core::{NativeTransport, RedisStore, Store, StoreRef, Ttl};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::Zval;
@@ -14,42 +14,72 @@ use ext_php_rs::types::Zval;
 use crate::args;
 use crate::error_map::{to_php, type_error};
 use crate::key::PhpKey;
-use crate::php_redis_client::PhpClientRunner;
-use crate::stores::{store_class_methods, Contract};
+use crate::php_redis_client::PhpClientTransport;
+use crate::store_contract::{store_class_methods, Contract};
+
+/// The two transports, as two types: only a native one may be used outside PHP's own calls.
+enum Transported {
+    Native(Rc<RedisStore<NativeTransport>>),
+    Lent(Rc<RedisStore<PhpClientTransport>>),
+}
+
+/// Where a Redis store's connection comes from.
+pub(crate) enum Connection<'a> {
+    /// A DSN: Deadbolt's own connection.
+    Dsn(&'a str),
+    /// A client object the application lends (`\Redis`, `\RedisCluster`, Predis).
+    Client(&'a Zval),
+}
 
 #[php_class]
 #[php(name = "Deadbolt\\Store\\RedisStore")]
 #[php(flags = ClassFlags::Final)]
 pub struct PhpRedisStore {
-    pub(crate) inner: Rc<RedisStore>,
+    inner: Transported,
 }
 
 impl PhpRedisStore {
-    /// A store on `connection`: a DSN string, or a `\Redis`, `\RedisCluster` or Predis client.
-    pub(crate) fn connect(connection: &Zval, initial_ttl: f64) -> PhpResult<Self> {
-        let initial_ttl = args::ttl(initial_ttl)?;
-        if let Some(dsn) = connection.str() {
-            let store = RedisStore::connect(dsn, initial_ttl).map_err(to_php)?;
-            return Ok(PhpRedisStore {
-                inner: Rc::new(store),
-            });
-        }
-        let runner: Box<dyn ScriptRunner> = {
-            let not_a_client = |given: String| {
-                type_error(format!(
-                    "Deadbolt\\Store\\RedisStore::__construct(): Argument #1 ($connection) must be a DSN string, \\Redis, \\RedisCluster or \\Predis\\ClientInterface, {given} given"
-                ))
-            };
-            let Some(object) = connection.object() else {
-                return Err(not_a_client(connection.get_type().to_string()));
-            };
-            let class = args::class_name(object);
-            Box::new(PhpClientRunner::new(connection).ok_or_else(|| not_a_client(class))?)
+    /// A store on `connection`, locks given `initial_ttl` seconds by a bare `save()`.
+    pub(crate) fn connect(connection: Connection<'_>, initial_ttl: f64) -> PhpResult<Self> {
+        let initial_ttl: Ttl = args::ttl(initial_ttl)?;
+        let inner = match connection {
+            Connection::Dsn(dsn) => Transported::Native(Rc::new(
+                RedisStore::connect(dsn, initial_ttl).map_err(to_php)?,
+            )),
+            Connection::Client(client) => {
+                Transported::Lent(Rc::new(RedisStore::new(lent_client(client)?, initial_ttl)))
+            }
         };
-        Ok(PhpRedisStore {
-            inner: Rc::new(RedisStore::new(runner, initial_ttl)),
-        })
+        Ok(PhpRedisStore { inner })
     }
+
+    /// The store as a lock holds it.
+    pub(crate) fn store_ref(&self) -> StoreRef {
+        match &self.inner {
+            Transported::Native(store) => StoreRef::Owned(store.clone()),
+            Transported::Lent(store) => StoreRef::Lent(store.clone()),
+        }
+    }
+
+    fn engine(&self) -> &dyn Store {
+        match &self.inner {
+            Transported::Native(store) => store.as_ref(),
+            Transported::Lent(store) => store.as_ref(),
+        }
+    }
+}
+
+/// A transport over the client object in `client`; a `\TypeError` for anything else.
+fn lent_client(client: &Zval) -> PhpResult<PhpClientTransport> {
+    let not_a_client = |given: String| {
+        type_error(format!(
+            "Deadbolt\\Store\\RedisStore::__construct(): Argument #1 ($connection) must be a DSN string, \\Redis, \\RedisCluster or \\Predis\\ClientInterface, {given} given"
+        ))
+    };
+    let Some(object) = client.object() else {
+        return Err(not_a_client(client.get_type().to_string()));
+    };
+    PhpClientTransport::new(client).ok_or_else(|| not_a_client(args::class_name(object)))
 }
 
 store_class_methods!(PhpRedisStore {
@@ -57,6 +87,10 @@ store_class_methods!(PhpRedisStore {
     /// stub), or a connected `\Redis`, `\RedisCluster`, `\Predis\ClientInterface`.
     #[php(defaults(initialTtl = 300.0))]
     pub fn __construct(connection: &Zval, initialTtl: f64) -> PhpResult<Self> {
+        let connection = match connection.str() {
+            Some(dsn) => Connection::Dsn(dsn),
+            None => Connection::Client(connection),
+        };
         Self::connect(connection, initialTtl)
     }
 });

@@ -7,7 +7,7 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
 use crate::error_map::invalid_argument;
-use crate::redis_store::PhpRedisStore;
+use crate::redis_store::{Connection, PhpRedisStore};
 use crate::stores::{PhpFlockStore, PhpInMemoryStore};
 
 /// symfony/lock's default `$initialTtl` for a Redis store.
@@ -23,16 +23,13 @@ impl PhpStoreFactory {
     /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
     /// `redis://…`, `rediss://…`) or a Redis client object (`\Redis`, `\RedisCluster`, Predis).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
-        let Some(text) = connection.str() else {
-            let store = PhpRedisStore::connect(connection, DEFAULT_INITIAL_TTL)?;
+        let Some(connection) = connection.str() else {
+            let store =
+                PhpRedisStore::connect(Connection::Client(connection), DEFAULT_INITIAL_TTL)?;
             return Ok(ZendClassObject::new(store).into());
         };
-        let connection = text.to_owned();
         if connection.starts_with("redis:") || connection.starts_with("rediss:") {
-            let mut dsn = Zval::new();
-            dsn.set_string(&connection, false)
-                .map_err(|e| invalid_argument(e.to_string()))?;
-            let store = PhpRedisStore::connect(&dsn, DEFAULT_INITIAL_TTL)?;
+            let store = PhpRedisStore::connect(Connection::Dsn(connection), DEFAULT_INITIAL_TTL)?;
             return Ok(ZendClassObject::new(store).into());
         }
         if connection == "in-memory" {

@@ -1,10 +1,11 @@
-//! A lock key: the resource, the owner's token, the lifetime, and what the store keeps per key.
+//! A lock key: the resource, the owner's token and the lifetime; and, as in symfony/lock, a place
+//! where a store keeps its own state for a key it holds (the flock store's open file).
 
+use std::any::{Any, TypeId};
 use std::sync::OnceLock;
 
 use crate::lifetime::Lifetime;
-use crate::process::current_pid;
-use crate::store::flock::FlockHold;
+use crate::process::{epoch, Epoch};
 use crate::token::Token;
 use crate::{Result, Ttl};
 
@@ -18,13 +19,12 @@ pub struct Key {
     /// Drawn on first use: stores that need no token (flock) never pay for the random bytes.
     token: OnceLock<Token>,
     lifetime: Lifetime,
-    /// The pid that drew the token. In any other process this key's ownership is inherited
-    /// through fork() and must not be used.
-    owner_pid: u32,
-    /// The flock store's open file for this key, if it holds one.
-    pub(crate) flock: Option<FlockHold>,
-    /// The fencing token of the current exclusive hold, once known.
-    pub(crate) fence: Option<u64>,
+    /// The process that made the key. In a forked child its ownership is inherited and must not be
+    /// used: [`Key::adopt_if_inherited`] makes it the child's own, once, before any store call.
+    epoch: Epoch,
+    /// Stores' own state for this key, one entry per store type (symfony/lock's `Key::setState`).
+    /// State belongs to this process: a key holding any cannot be serialized.
+    states: Vec<(TypeId, Box<dyn Any + Send>)>,
 }
 
 impl Key {
@@ -34,9 +34,8 @@ impl Key {
             resource: resource.into(),
             token: OnceLock::new(),
             lifetime: Lifetime::default(),
-            owner_pid: current_pid(),
-            flock: None,
-            fence: None,
+            epoch: epoch(),
+            states: Vec::new(),
         }
     }
 
@@ -106,29 +105,62 @@ impl Key {
 
     /// True when this key was created in another process and reached this one through fork().
     pub fn is_inherited(&self) -> bool {
-        self.owner_pid != current_pid()
+        self.epoch != epoch()
     }
 
-    /// The fencing token of the current exclusive hold, if the store assigned one.
-    pub fn fence(&self) -> Option<u64> {
-        self.fence
-    }
-
-    /// True when the key holds state that only this process can use (an open lock file).
+    /// True when a store keeps state in this key that only this process can use (an open lock
+    /// file): such a key cannot travel to another process.
     pub fn is_process_bound(&self) -> bool {
-        self.flock.is_some()
+        !self.states.is_empty()
     }
 
-    /// Makes an inherited key this process's own: drops the parent's file handle without
-    /// unlocking it (closing our copy of the descriptor leaves the parent's lock in place) and
-    /// forgets the token (a new one is drawn on use), so the child can never pass for the parent.
+    /// The state a store of type `S` keeps in this key.
+    pub fn state<S: Any + Send>(&self) -> Option<&S> {
+        self.states
+            .iter()
+            .find(|(id, _)| *id == TypeId::of::<S>())
+            .and_then(|(_, state)| state.downcast_ref())
+    }
+
+    /// The state a store of type `S` keeps in this key, to change it.
+    pub fn state_mut<S: Any + Send>(&mut self) -> Option<&mut S> {
+        self.states
+            .iter_mut()
+            .find(|(id, _)| *id == TypeId::of::<S>())
+            .and_then(|(_, state)| state.downcast_mut())
+    }
+
+    /// Keeps `state` for stores of its type, replacing what was there.
+    pub fn set_state<S: Any + Send>(&mut self, state: S) {
+        drop(self.take_state::<S>());
+        self.states.push((TypeId::of::<S>(), Box::new(state)));
+    }
+
+    /// Removes and returns the state of type `S`.
+    pub fn take_state<S: Any + Send>(&mut self) -> Option<S> {
+        let at = self
+            .states
+            .iter()
+            .position(|(id, _)| *id == TypeId::of::<S>())?;
+        self.states
+            .swap_remove(at)
+            .1
+            .downcast()
+            .ok()
+            .map(|state| *state)
+    }
+
+    /// Makes an inherited key this process's own, and is a no-op otherwise. Called once at each
+    /// entry point (a `Lock` call, a store call from PHP) before the key reaches a store, so that
+    /// stores never ask which process they run in. Drops the stores' state (closing our copy of a
+    /// lock file's descriptor leaves the parent's lock in place) and forgets the token (a new one
+    /// is drawn on use), so the child can never pass for the parent.
     pub fn adopt_if_inherited(&mut self) {
         if self.is_inherited() {
-            self.flock = None;
-            self.fence = None;
+            self.states.clear();
             self.token = OnceLock::new();
             self.lifetime.reset();
-            self.owner_pid = current_pid();
+            self.epoch = epoch();
         }
     }
 }
@@ -160,6 +192,21 @@ mod tests {
         let shown = display_resource(&vec![b'x'; 1000]);
         assert!(shown.len() < 300, "{shown}");
         assert!(shown.ends_with("(1000 bytes)"));
+    }
+
+    #[test]
+    fn a_store_keeps_state_per_type() {
+        let mut key = Key::new("r");
+        assert!(!key.is_process_bound());
+        key.set_state(7u8);
+        key.set_state(8u8);
+        key.set_state(String::from("x"));
+        assert!(key.is_process_bound());
+        assert_eq!(key.state_mut::<u8>().copied(), Some(8));
+        assert_eq!(key.take_state::<u8>(), Some(8));
+        assert_eq!(key.take_state::<u8>(), None);
+        assert_eq!(key.take_state::<String>().as_deref(), Some("x"));
+        assert!(!key.is_process_bound());
     }
 
     #[test]

@@ -1,39 +1,50 @@
 //! The Deadbolt lock engine: Symfony-Lock semantics in plain Rust, with no PHP symbols, so that
-//! `cargo test` reaches every rule without an interpreter.
+//! `cargo test` reaches every rule without an interpreter. The public surface is the `pub use`
+//! list below; modules are private.
 //!
 //! # Layout
 //!
-//! - [`error`]: the one error type; its variants follow symfony/lock's exception table.
-//! - [`ttl`]: a validated time-to-live (positive, finite seconds).
-//! - [`lifetime`]: a key's expiry on the monotonic clock.
-//! - [`token`]: owner tokens, in symfony/lock's format.
-//! - [`process`]: the current pid, which makes state inherited through `fork()` inert.
-//! - [`key`]: resource, token, lifetime and the store's per-key state.
-//! - [`store`]: the `Store` trait, its capability traits, and the flock, in-memory and Redis stores.
-//! - [`lock`]: the rules for acquire, refresh and release, and the log events they emit.
-//! - [`refresher`]: the background thread that keeps auto-refreshed locks alive.
-//! - [`metrics`]: per-process counters and histograms, and their Prometheus rendering.
-//! - [`event`]: what a lock reports to a logger (PSR-3 in the extension).
+//! - `error`: the one error type; its variants follow symfony/lock's exception table.
+//! - `ttl`: a validated time-to-live (positive, finite seconds).
+//! - `lifetime`: a key's expiry on the monotonic clock.
+//! - `token`: owner tokens, in symfony/lock's format.
+//! - `process`: the fork epoch and `PerProcess`, the one rule for state a `fork()` leaves behind.
+//! - `key`: resource, token, lifetime, and the state stores keep in a key.
+//! - `store`: the `Store` trait, its capability traits, and the flock, in-memory and Redis stores.
+//! - `lock`: the rules for acquire, refresh and release, and the log events they emit.
+//! - `refresher`: the background thread that keeps auto-refreshed locks alive.
+//! - `metrics`: per-process counters and histograms, and their Prometheus rendering.
+//! - `event`: what a lock reports to a logger (PSR-3 in the extension).
 
-pub mod error;
-pub mod event;
-pub mod key;
-pub mod lifetime;
-pub mod lock;
-pub mod metrics;
-pub mod process;
-pub mod refresher;
-pub mod store;
-pub mod token;
-pub mod ttl;
+mod error;
+mod event;
+mod key;
+mod lifetime;
+mod lock;
+mod metrics;
+mod process;
+mod refresher;
+mod store;
+mod token;
+mod ttl;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventSink, Level, Silent};
 pub use key::Key;
-pub use lock::{AutoRefresh, Lock, SharedKey, Wait};
+pub use lock::{AutoRefresh, Lock, SharedKey, StoreRef, Wait};
+pub use metrics::{
+    prometheus, reset as reset_metrics, snapshot, Counter, HistogramSnapshot, Snapshot, Timing,
+    BUCKETS,
+};
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memory::InMemoryStore;
-pub use store::redis::RedisStore;
-pub use store::{Extender, Mode, Store, WaitReport};
+pub use store::redis::native::NativeTransport;
+pub use store::redis::scripts::LockScript;
+pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
+pub use store::redis::{protocol::Signal, RedisStore};
+pub use store::{
+    wait, BlockingStore, Capabilities, ExpiringStore, Extender, FencingStore, Mode, Store,
+    WaitReport,
+};
 pub use ttl::Ttl;

@@ -2,10 +2,10 @@
 //! the refresher thread and a `fork()` at any moment are both harmless. A forked child starts
 //! from zero: its numbers describe what it did, not what its parent did.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::process::current_pid;
+use crate::process::PerProcess;
 
 /// Upper bounds of the histogram buckets, in seconds (Prometheus `le`), plus +Inf.
 pub const BUCKETS: [f64; 12] = [
@@ -106,31 +106,38 @@ impl Histogram {
     }
 }
 
-static COUNTERS: [AtomicU64; Counter::ALL.len()] =
-    [const { AtomicU64::new(0) }; Counter::ALL.len()];
-static HISTOGRAMS: [Histogram; 2] = [Histogram::new(), Histogram::new()];
-/// The pid the numbers belong to; another pid (a fork) resets them on first touch.
-static OWNER: AtomicU32 = AtomicU32::new(0);
+/// One process's numbers.
+struct Table {
+    counters: [AtomicU64; Counter::ALL.len()],
+    histograms: [Histogram; 2],
+}
 
-fn own() {
-    // A plain load on the hot path; the swap only runs once per process (the first count, or the
-    // first after a fork).
-    let pid = current_pid();
-    if OWNER.load(Ordering::Relaxed) != pid && OWNER.swap(pid, Ordering::Relaxed) != pid {
-        clear();
+impl Table {
+    const fn new() -> Self {
+        Table {
+            counters: [const { AtomicU64::new(0) }; Counter::ALL.len()],
+            histograms: [Histogram::new(), Histogram::new()],
+        }
+    }
+
+    fn clear(&self) {
+        for counter in &self.counters {
+            counter.store(0, Ordering::Relaxed);
+        }
+        for histogram in &self.histograms {
+            for bucket in &histogram.buckets {
+                bucket.store(0, Ordering::Relaxed);
+            }
+            histogram.sum_nanos.store(0, Ordering::Relaxed);
+        }
     }
 }
 
-fn clear() {
-    for counter in &COUNTERS {
-        counter.store(0, Ordering::Relaxed);
-    }
-    for histogram in &HISTOGRAMS {
-        for bucket in &histogram.buckets {
-            bucket.store(0, Ordering::Relaxed);
-        }
-        histogram.sum_nanos.store(0, Ordering::Relaxed);
-    }
+/// This process's numbers: a forked child starts from a fresh table.
+static TABLE: PerProcess<Table> = PerProcess::new();
+
+fn table() -> &'static Table {
+    TABLE.get_or_init(Table::new)
 }
 
 /// Adds `n` to `counter`.
@@ -138,14 +145,12 @@ pub fn count(counter: Counter, n: u64) {
     if n == 0 {
         return;
     }
-    own();
-    COUNTERS[counter as usize].fetch_add(n, Ordering::Relaxed);
+    table().counters[counter as usize].fetch_add(n, Ordering::Relaxed);
 }
 
 /// Records one duration.
 pub fn time(timing: Timing, duration: Duration) {
-    own();
-    let histogram = &HISTOGRAMS[timing as usize];
+    let histogram = &table().histograms[timing as usize];
     let secs = duration.as_secs_f64();
     let bucket = BUCKETS
         .iter()
@@ -158,8 +163,7 @@ pub fn time(timing: Timing, duration: Duration) {
 
 /// Forgets everything counted so far in this process.
 pub fn reset() {
-    OWNER.store(current_pid(), Ordering::Relaxed);
-    clear();
+    table().clear();
 }
 
 /// A histogram's numbers at one moment.
@@ -180,15 +184,15 @@ pub struct Snapshot {
 
 /// Reads every counter and histogram.
 pub fn snapshot() -> Snapshot {
-    own();
+    let table = table();
     let counters = Counter::ALL
         .iter()
-        .map(|c| (*c, COUNTERS[*c as usize].load(Ordering::Relaxed)))
+        .map(|c| (*c, table.counters[*c as usize].load(Ordering::Relaxed)))
         .collect();
     let timings = Timing::ALL
         .iter()
         .map(|t| {
-            let histogram = &HISTOGRAMS[*t as usize];
+            let histogram = &table.histograms[*t as usize];
             let mut running = 0;
             let cumulative = histogram
                 .buckets

@@ -2,19 +2,19 @@
 //! code runs, sleeps, or waits in curl or a slow query. It never touches the PHP engine: it holds
 //! only copies (resource bytes, token text, TTL) and an [`Extender`] on a connection of its own.
 //!
-//! Fork: a child has no refresher thread (threads do not survive fork()), and the registry it
-//! inherits belongs to its parent's pid, so it is left alone (its mutex may even be held by the
+//! Fork: a child has no refresher thread (threads do not survive fork()); the registry is a
+//! [`PerProcess`] value, so the one it inherits is left alone (its mutex may even be held by the
 //! parent's thread at that instant) and the child makes a fresh one if it ever refreshes.
 //! Locks inherited by the child are never refreshed there.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
 use crate::metrics::{self, Counter};
-use crate::process::current_pid;
+use crate::process::PerProcess;
 use crate::store::Extender;
 use crate::Ttl;
 
@@ -69,34 +69,18 @@ struct Job {
     ttl: Ttl,
 }
 
+#[derive(Default)]
 struct Registry {
-    pid: u32,
     entries: Mutex<Vec<Entry>>,
     wake: Condvar,
     started: AtomicBool,
 }
 
-static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
+static REGISTRY: PerProcess<Registry> = PerProcess::new();
 
-/// This process's registry; a new one after fork (the parent's is left untouched, and leaked).
+/// This process's registry.
 fn registry() -> &'static Registry {
-    let pid = current_pid();
-    let current = REGISTRY.load(Ordering::Acquire);
-    // SAFETY: the pointer is null or a leaked Box that is never freed.
-    if let Some(registry) = unsafe { current.as_ref() } {
-        if registry.pid == pid {
-            return registry;
-        }
-    }
-    let fresh: &'static Registry = Box::leak(Box::new(Registry {
-        pid,
-        entries: Mutex::new(Vec::new()),
-        wake: Condvar::new(),
-        started: AtomicBool::new(false),
-    }));
-    // Only PHP's thread registers, so no two threads race to install a registry.
-    REGISTRY.store(std::ptr::from_ref(fresh).cast_mut(), Ordering::Release);
-    fresh
+    REGISTRY.get_or_init(Registry::default)
 }
 
 /// Keeps the lock of `token` on `resource` alive by `ttl` until the ticket is dropped, the lock is

@@ -9,7 +9,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use deadbolt_core::{Key, Mode, RedisStore, Store, Ttl, WaitReport};
+use deadbolt_core::{
+    BlockingStore, Key, Mode, NativeTransport, RedisStore, Store, Ttl, WaitReport,
+};
 use support::{unique, RedisServer};
 
 fn ttl(secs: f64) -> Ttl {
@@ -18,11 +20,11 @@ fn ttl(secs: f64) -> Ttl {
 
 /// A store on a connection of its own: the DSN text differs, so the per-process connection
 /// slot does too (as in another process).
-fn own_store(redis: &RedisServer, n: u32) -> RedisStore {
+fn own_store(redis: &RedisServer, n: u32) -> RedisStore<NativeTransport> {
     store_at(&redis.url(), n)
 }
 
-fn store_at(url: &str, n: u32) -> RedisStore {
+fn store_at(url: &str, n: u32) -> RedisStore<NativeTransport> {
     RedisStore::connect(&format!("{url}?timeout={}", 5 + n), ttl(300.0)).unwrap()
 }
 
@@ -32,6 +34,10 @@ fn queue(resource: &str) -> String {
 
 fn details(resource: &str) -> String {
     format!("deadbolt:waiting:{{{resource}}}")
+}
+
+fn handovers(resource: &str) -> String {
+    format!("deadbolt:handovers:{{{resource}}}")
 }
 
 fn grant(resource: &str, token: &str) -> String {
@@ -85,7 +91,7 @@ fn queue_by_hand(
 struct Held {
     redis: RedisServer,
     con: redis::Connection,
-    store: RedisStore,
+    store: RedisStore<NativeTransport>,
     resource: String,
     holder: Key,
 }
@@ -378,7 +384,7 @@ fn hand_over_records_go_with_the_locks_they_gave() {
         );
         h.holder = Key::import(h.resource.clone(), waiter).unwrap();
     }
-    let records = details(&h.resource);
+    let records = handovers(&h.resource);
     let recorded = |con: &mut redis::Connection| -> usize {
         redis::cmd("HLEN").arg(&records).query(con).unwrap()
     };

@@ -6,14 +6,16 @@ mod support;
 
 use std::collections::HashMap;
 
-use deadbolt_core::{Key, Mode, RedisStore, Store, Ttl};
+use deadbolt_core::{
+    BlockingStore, ExpiringStore, Key, Mode, NativeTransport, RedisStore, Store, Ttl,
+};
 use support::{unique, RedisServer};
 
 fn ttl(secs: f64) -> Ttl {
     Ttl::from_secs(secs).unwrap()
 }
 
-fn store_for(dsn: &str) -> RedisStore {
+fn store_for(dsn: &str) -> RedisStore<NativeTransport> {
     RedisStore::connect(dsn, ttl(300.0)).unwrap()
 }
 

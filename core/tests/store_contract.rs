@@ -7,10 +7,9 @@ mod support;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use deadbolt_core::store::redis::native::NativeRunner;
 use deadbolt_core::{
-    Error, FlockStore, InMemoryStore, Key, Lock, Mode, RedisStore, Silent, Store, Ttl, Wait,
-    WaitReport,
+    wait, Error, FlockStore, InMemoryStore, Key, Lock, Mode, NativeTransport, RedisStore, Silent,
+    Store, StoreRef, Ttl, Wait, WaitReport,
 };
 use support::{unique, RedisServer};
 
@@ -28,11 +27,8 @@ fn each_store(check: impl Fn(&dyn Store, &str)) {
         &RedisStore::connect(&redis.url(), ttl(30.0)).unwrap(),
         "redis",
     );
-    let runner = NativeRunner::new(&redis.url()).unwrap();
-    check(
-        &RedisStore::new(Box::new(runner), ttl(30.0)),
-        "redis-runner",
-    );
+    let transport = NativeTransport::new(&redis.url()).unwrap();
+    check(&RedisStore::new(transport, ttl(30.0)), "redis-transport");
 }
 
 #[test]
@@ -167,9 +163,14 @@ fn a_lock_acquires_refreshes_and_releases() {
     for store in stores {
         let resource = unique("lock");
         let key = Arc::new(parking_lot::Mutex::new(Key::new(resource.clone())));
-        let mut lock = Lock::new(key, store.clone(), Some(ttl(5.0)), true);
+        let mut lock = Lock::new(key, StoreRef::Owned(store.clone()), Some(ttl(5.0)), true);
         let rival_key = Arc::new(parking_lot::Mutex::new(Key::new(resource)));
-        let mut rival = Lock::new(rival_key, store.clone(), Some(ttl(5.0)), true);
+        let mut rival = Lock::new(
+            rival_key,
+            StoreRef::Owned(store.clone()),
+            Some(ttl(5.0)),
+            true,
+        );
         assert!(
             lock.acquire(Mode::Exclusive, Wait::No, &mut Silent)
                 .unwrap(),
@@ -200,7 +201,7 @@ fn a_lock_acquires_refreshes_and_releases() {
 fn refresh_without_any_ttl_is_an_invalid_argument() {
     let mut lock = Lock::new(
         Arc::new(parking_lot::Mutex::new(Key::new("no-ttl"))),
-        Rc::new(InMemoryStore::new()),
+        StoreRef::Owned(Rc::new(InMemoryStore::new())),
         None,
         true,
     );
@@ -223,15 +224,15 @@ fn a_wait_with_a_deadline_gives_up_and_a_free_lock_is_taken_at_once() {
         store.save(&mut holder, Mode::Exclusive, None).unwrap();
         let mut report = WaitReport::default();
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(150);
-        let taken = store
-            .wait(
-                &mut waiter,
-                Mode::Exclusive,
-                None,
-                Some(deadline),
-                &mut report,
-            )
-            .unwrap();
+        let taken = wait(
+            store,
+            &mut waiter,
+            Mode::Exclusive,
+            None,
+            Some(deadline),
+            &mut report,
+        )
+        .unwrap();
         assert!(!taken, "{kind}: the holder never let go");
         assert!(
             std::time::Instant::now() >= deadline,
@@ -239,48 +240,53 @@ fn a_wait_with_a_deadline_gives_up_and_a_free_lock_is_taken_at_once() {
         );
         store.delete(&mut holder).unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let taken = store
-            .wait(
-                &mut waiter,
-                Mode::Exclusive,
-                None,
-                Some(deadline),
-                &mut report,
-            )
-            .unwrap();
+        let taken = wait(
+            store,
+            &mut waiter,
+            Mode::Exclusive,
+            None,
+            Some(deadline),
+            &mut report,
+        )
+        .unwrap();
         assert!(taken, "{kind}: released, so the waiter gets it");
     });
 }
 
+/// Stores draw a new token per call; a `Lock` draws one per hold (the only way PHP reaches them).
 #[test]
 fn exclusive_holds_get_growing_fencing_tokens() {
-    each_store(|store, kind| {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    let stores: Vec<(Rc<dyn Store>, &str)> = vec![
+        (Rc::new(FlockStore::new(dir.path()).unwrap()), "flock"),
+        (Rc::new(InMemoryStore::new()), "memory"),
+        (
+            Rc::new(RedisStore::connect(&redis.url(), ttl(30.0)).unwrap()),
+            "redis",
+        ),
+    ];
+    for (store, kind) in stores {
         let resource = unique("fence");
+        let lock_on = |resource: &str| {
+            let key = Arc::new(parking_lot::Mutex::new(Key::new(resource)));
+            Lock::new(key, StoreRef::Owned(store.clone()), None, true)
+        };
         let mut last = 0;
         for _ in 0..5 {
-            let mut key = Key::new(resource.clone());
-            store.save(&mut key, Mode::Exclusive, None).unwrap();
-            let token = store.fencing_token(&mut key).unwrap().unwrap();
+            let mut lock = lock_on(&resource);
+            assert!(lock
+                .acquire(Mode::Exclusive, Wait::No, &mut Silent)
+                .unwrap());
+            let token = lock.fencing_token().unwrap().unwrap();
             assert!(token > last, "{kind}: {token} after {last}");
-            assert_eq!(
-                store.fencing_token(&mut key).unwrap(),
-                Some(token),
-                "{kind}: stable"
-            );
+            assert_eq!(lock.fencing_token().unwrap(), Some(token), "{kind}: stable");
             last = token;
-            store.delete(&mut key).unwrap();
-            assert_eq!(
-                store.fencing_token(&mut key).unwrap(),
-                None,
-                "{kind}: released"
-            );
+            lock.release(&mut Silent).unwrap();
+            assert_eq!(lock.fencing_token().unwrap(), None, "{kind}: released");
         }
-        let mut reader = Key::new(resource);
-        store.save(&mut reader, Mode::Shared, None).unwrap();
-        assert_eq!(
-            store.fencing_token(&mut reader).unwrap(),
-            None,
-            "{kind}: readers"
-        );
-    });
+        let mut reader = lock_on(&resource);
+        assert!(reader.acquire(Mode::Shared, Wait::No, &mut Silent).unwrap());
+        assert_eq!(reader.fencing_token().unwrap(), None, "{kind}: readers");
+    }
 }

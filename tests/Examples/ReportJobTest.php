@@ -4,9 +4,9 @@ declare(strict_types=1);
 
 namespace Deadbolt\Tests\Examples;
 
-use Deadbolt\Tests\Ota\RedisServer;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\PhpProcess;
+use Deadbolt\Tests\Support\RedisServer;
 
 /**
  * examples/report.php as the scheduler runs it: real `php` processes with the extension, the store chosen by the
@@ -83,7 +83,7 @@ final class ReportJobTest extends DeadboltTestCase
         // Characters a URL would need encoded: through the environment they need nothing.
         $unique = 'pw-' . bin2hex(random_bytes(16));
         $password = $unique . ' +/?#@:%"\\';
-        $server = RedisServer::start($password);
+        $server = RedisServer::start(['requirepass' => $password]);
         $url = 'redis://127.0.0.1:' . $server->port;
 
         // The server really wants the password.
@@ -118,7 +118,7 @@ final class ReportJobTest extends DeadboltTestCase
     {
         $password = 'pw-' . bin2hex(random_bytes(16));
         $wrong = 'wrong-' . bin2hex(random_bytes(16));
-        $server = RedisServer::start($password);
+        $server = RedisServer::start(['requirepass' => $password]);
         $url = 'redis://127.0.0.1:' . $server->port;
 
         foreach ([
@@ -139,7 +139,7 @@ final class ReportJobTest extends DeadboltTestCase
     public function testPasswordInTheUrl(): void
     {
         $password = 'pw-' . bin2hex(random_bytes(16));
-        $server = RedisServer::start($password);
+        $server = RedisServer::start(['requirepass' => $password]);
         $url = 'redis://:' . $password . '@127.0.0.1:' . $server->port;
 
         // Discouraged, but it works, and the password is not shown.

@@ -12,7 +12,7 @@ use Deadbolt\Tests\Support\RedisServer;
  * Random arguments against the whole PHP surface of the extension, in child php processes, so that a crash is seen.
  *
  * Every public method and constructor of every class of the loaded extension (found by Reflection, so a new method is
- * fuzzed without touching this file) and Deadbolt\release_client_locks() are called with random values (ints, floats
+ * fuzzed without touching this file) is called with random values (ints, floats
  * with NAN/INF/-0.0/huge, strings: empty, binary, 1 MB, "__write__", DSNs with junk; arrays, nested arrays, stdClass,
  * closures, loggers (one throws), other Deadbolt objects, \Redis objects, null, bools), random arity and named
  * arguments, and engine operations on live objects (serialize, unserialize, clone, var_dump, print_r, json_encode,

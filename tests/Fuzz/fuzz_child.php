@@ -243,7 +243,6 @@ foreach ($ext->getClasses() as $class) {
     $classes[$class->getName()] = [$class, $methods];
 }
 $classNames = array_keys($classes);
-$fn = new ReflectionFunction('Deadbolt\\release_client_locks');
 $unserializedOnce = false;
 
 /** Clears every lock the batch may hold, so that a wait without deadline cannot wait forever. */
@@ -372,10 +371,6 @@ for ($i = 0; $i < $count; ++$i) {
         if ('__unserialize' === $name) {
             $unserializedOnce = true;
         }
-    } elseif ($op < 63) {
-        $args = mt_rand(0, 3) ? [] : [fz_rand_value($pool, $port)];
-        $desc = 'Deadbolt\\release_client_locks('.implode(', ', array_map('fz_describe', $args)).')';
-        $thunk = static fn () => fz_invoke('Deadbolt\\release_client_locks', $args);
     } else {
         // An engine operation on a live object.
         $keys = array_keys($pool);

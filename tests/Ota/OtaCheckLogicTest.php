@@ -12,6 +12,7 @@ use app\repository\UpgradeTaskRepository;
 use app\support\OtaLockFactory;
 use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\RedisServer;
 use support\Log;
 use support\Redis;
 

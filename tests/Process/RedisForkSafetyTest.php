@@ -169,6 +169,39 @@ final class RedisForkSafetyTest extends DeadboltTestCase
         $this->assertTrue(self::canAcquire($dsn, $resource));
     }
 
+    /**
+     * A Key inherited through fork() and waited on through the store API (waitAndSave) is the child's own before the
+     * wait starts, so the child queues under the token it will hold the lock with, and the parent's release hands
+     * the lock over to it: the child's wait reads the hand-over from its grant list. Before, the child waited on a
+     * list named after the parent's token while the release granted to its new one: it found the lock only at its
+     * next poll, and the hand-over's signal was left unread in Redis.
+     */
+    public function testAnInheritedKeyWaitingThroughTheStoreIsHandedTheLockByARelease(): void
+    {
+        $store = new RedisStore(self::dsn());
+        $resource = 'inherited-wait-'.bin2hex(random_bytes(6));
+        $key = new Key($resource);
+        $store->save($key);
+
+        $child = $this->fork(static function (Channel $parent) use ($store, $key): void {
+            $store->waitAndSave($key);
+            $parent->send($store->exists($key) ? 'held' : 'not held');
+            $store->delete($key);
+        });
+        $queue = 'deadbolt:waiters:{'.$resource.'}';
+        $deadline = microtime(true) + 30.0;
+        while (0 === $this->inspector->zCard($queue)) {
+            $this->assertLessThan($deadline, microtime(true), 'the child never joined the queue');
+            usleep(2_000);
+        }
+        $store->delete($key);
+
+        $this->assertSame('held', $child->receive(), 'the child got the lock the parent released');
+        $child->wait();
+        $this->assertSame([], $this->inspector->keys($queue.':*'), 'no hand-over was left unread');
+        $this->assertSame(0, $this->inspector->exists($resource), 'the child released it');
+    }
+
     private static function dsn(): string
     {
         return SharedRedis::dsn('/'.self::DB);

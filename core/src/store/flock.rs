@@ -17,9 +17,8 @@ use std::time::{Duration, Instant};
 
 use fs4::{FileExt, TryLockError};
 
-use crate::process::current_pid;
 use crate::store::flock_path::push_lock_file_name;
-use crate::store::{Mode, Store, WaitReport};
+use crate::store::{BlockingStore, Capabilities, FencingStore, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 
 /// Mode of a lock file: any user who can reach the directory may lock it (symfony/lock does the same).
@@ -30,25 +29,14 @@ const WAIT_BACKOFF_MAX: Duration = Duration::from_millis(25);
 /// Longest fencing counter read back from a lock file (a u64 in decimal).
 const FENCE_DIGITS: u64 = 20;
 
-/// A key's open lock file. Dropping it closes the descriptor, which frees the lock when no other
-/// descriptor of the same file description is left.
+/// A key's open lock file, kept in the key as the store's state (as symfony/lock keeps its
+/// handle). Dropping it closes the descriptor, which frees the lock when no other descriptor of
+/// the same file description is left; a forked child drops its copy on adoption (`Key`), which
+/// leaves the parent's lock in place.
 #[derive(Debug)]
-pub struct FlockHold {
+struct FlockHold {
     file: File,
     mode: Mode,
-    /// The process that opened it: only that process ever unlocks it.
-    pid: u32,
-}
-
-impl FlockHold {
-    /// Unlocks explicitly, but only in the process that took the lock: a forked child shares the
-    /// file description with its parent, and unlocking it there would free the parent's lock.
-    fn release(self) -> io::Result<()> {
-        if self.pid == current_pid() {
-            FileExt::unlock(&self.file)?;
-        }
-        Ok(())
-    }
 }
 
 /// flock(2)-based store for one host.
@@ -99,11 +87,10 @@ impl FlockStore {
     }
 
     fn lock(&self, key: &mut Key, mode: Mode, blocking: bool) -> Result<()> {
-        key.adopt_if_inherited();
-        let file = match key.flock.take() {
+        let file = match key.take_state::<FlockHold>() {
             // Already held in the wanted mode: nothing to do.
             Some(hold) if hold.mode == mode => {
-                key.flock = Some(hold);
+                key.set_state(hold);
                 return Ok(());
             }
             // Promotion or demotion on the same descriptor. On Linux the conversion is not atomic:
@@ -111,10 +98,9 @@ impl FlockStore {
             Some(hold) => hold.file,
             None => self.open(key)?,
         };
-        key.fence = None;
         match flock(&file, mode, blocking) {
             Ok(()) => {
-                self.hold(key, file, mode);
+                key.set_state(FlockHold { file, mode });
                 Ok(())
             }
             Err(TryLockError::WouldBlock) => {
@@ -122,14 +108,6 @@ impl FlockStore {
             }
             Err(TryLockError::Error(e)) => Err(self.io_error("lock", key, e)),
         }
-    }
-
-    fn hold(&self, key: &mut Key, file: File, mode: Mode) {
-        key.flock = Some(FlockHold {
-            file,
-            mode,
-            pid: current_pid(),
-        });
     }
 
     /// Waits for the lock until `deadline`. A flock(2) that blocks cannot be cancelled when the
@@ -201,16 +179,12 @@ impl FlockStore {
     /// The fencing token of `key`'s exclusive hold: drawn from the counter in the lock file on
     /// first request (under the exclusive lock, so holders draw in the order they held it).
     fn draw_fence(&self, key: &mut Key) -> Result<Option<u64>> {
-        if key.fence.is_some() || key.is_inherited() {
-            return Ok(key.fence.filter(|_| !key.is_inherited()));
-        }
-        let next = match key.flock.as_mut() {
+        let next = match key.state_mut::<FlockHold>() {
             Some(hold) if hold.mode == Mode::Exclusive => bump_counter(&mut hold.file),
             _ => return Ok(None),
         };
-        let next = next.map_err(|e| self.io_error("draw a fencing token from", key, e))?;
-        key.fence = Some(next);
-        Ok(Some(next))
+        next.map(Some)
+            .map_err(|e| self.io_error("draw a fencing token from", key, e))
     }
 
     fn io_error(&self, action: &str, key: &Key, e: io::Error) -> Error {
@@ -268,6 +242,37 @@ impl Store for FlockStore {
         self.lock(key, mode, false)
     }
 
+    fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
+        // flock locks never expire, so the key keeps no lifetime (as in symfony/lock); unlike
+        // symfony/lock, a key that does not hold the lock is told so.
+        if self.exists(key)? {
+            Ok(())
+        } else {
+            Err(Error::not_held(key.display_resource(), &self.name))
+        }
+    }
+
+    fn delete(&self, key: &mut Key) -> Result<()> {
+        match key.take_state::<FlockHold>() {
+            Some(hold) => FileExt::unlock(&hold.file).map_err(|e| self.io_error("unlock", key, e)),
+            None => Ok(()),
+        }
+    }
+
+    fn exists(&self, key: &Key) -> Result<bool> {
+        Ok(key.state::<FlockHold>().is_some())
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities {
+            blocking: Some(self),
+            fencing: Some(self),
+            ..Capabilities::default()
+        }
+    }
+}
+
+impl BlockingStore for FlockStore {
     fn wait(
         &self,
         key: &mut Key,
@@ -281,33 +286,10 @@ impl Store for FlockStore {
             Some(deadline) => self.lock_until(key, mode, deadline, report),
         }
     }
+}
 
-    fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
-        // flock locks never expire, so the key keeps no lifetime (as in symfony/lock); unlike
-        // symfony/lock, a key that does not hold the lock is told so.
-        if self.exists(key)? {
-            Ok(())
-        } else {
-            Err(Error::not_held(key.display_resource(), &self.name))
-        }
-    }
-
-    fn fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
+impl FencingStore for FlockStore {
+    fn draw_fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
         self.draw_fence(key)
-    }
-
-    fn delete(&self, key: &mut Key) -> Result<()> {
-        key.fence = None;
-        match key.flock.take() {
-            Some(hold) => hold.release().map_err(|e| self.io_error("unlock", key, e)),
-            None => Ok(()),
-        }
-    }
-
-    fn exists(&self, key: &Key) -> Result<bool> {
-        Ok(key
-            .flock
-            .as_ref()
-            .is_some_and(|hold| hold.pid == current_pid()))
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use parking_lot::Mutex;
 
-use crate::store::{Mode, Store};
+use crate::store::{Capabilities, FencingStore, Mode, Store};
 use crate::token::Token;
 use crate::{Error, Key, Result, Ttl};
 
@@ -52,7 +52,6 @@ impl Store for InMemoryStore {
     }
 
     fn save(&self, key: &mut Key, mode: Mode, _ttl: Option<Ttl>) -> Result<()> {
-        key.adopt_if_inherited();
         let token = key.token()?.clone();
         let mut table = self.locks.lock();
         let table = &mut *table;
@@ -68,15 +67,12 @@ impl Store for InMemoryStore {
                 // Promotion: the sole reader becomes the writer.
                 holders.readers.clear();
                 holders.writer = Some(token);
-                table.fence += 1;
-                key.fence = Some(table.fence);
                 Ok(())
             }
             Mode::Shared => {
                 // Demotion: a writer asking for read gives up its write lock.
                 holders.writer = None;
                 holders.readers.insert(token);
-                key.fence = None;
                 Ok(())
             }
         }
@@ -92,8 +88,7 @@ impl Store for InMemoryStore {
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
-        key.fence = None;
-        let Some(token) = key.drawn_token().filter(|_| !key.is_inherited()) else {
+        let Some(token) = key.drawn_token() else {
             return Ok(());
         };
         let mut table = self.locks.lock();
@@ -110,7 +105,7 @@ impl Store for InMemoryStore {
     }
 
     fn exists(&self, key: &Key) -> Result<bool> {
-        let Some(token) = key.drawn_token().filter(|_| !key.is_inherited()) else {
+        let Some(token) = key.drawn_token() else {
             return Ok(false);
         };
         let table = self.locks.lock();
@@ -118,5 +113,30 @@ impl Store for InMemoryStore {
             .holders
             .get(key.resource())
             .is_some_and(|h| h.writer.as_ref() == Some(token) || h.readers.contains(token)))
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities {
+            fencing: Some(self),
+            ..Capabilities::default()
+        }
+    }
+}
+
+impl FencingStore for InMemoryStore {
+    fn draw_fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
+        let Some(token) = key.drawn_token() else {
+            return Ok(None);
+        };
+        let mut table = self.locks.lock();
+        let writes = table
+            .holders
+            .get(key.resource())
+            .is_some_and(|h| h.writer.as_ref() == Some(token));
+        if !writes {
+            return Ok(None);
+        }
+        table.fence += 1;
+        Ok(Some(table.fence))
     }
 }

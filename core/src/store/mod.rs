@@ -1,6 +1,6 @@
-//! The store contract, after symfony/lock's: take a lock now (exclusive or shared), wait for one,
-//! extend it, release it, ask whether a key holds it. Every store can wait; the default waits by
-//! polling, and stores that can be woken (flock, Redis) do better. Nothing here knows about PHP.
+//! The store contract, after symfony/lock's: take a lock now (exclusive or shared), extend it,
+//! release it, ask whether a key holds it; and the capabilities some stores add (waiting better
+//! than by polling, expiring locks, fencing tokens). Nothing here knows about PHP.
 
 pub mod flock;
 pub mod flock_path;
@@ -10,7 +10,7 @@ pub mod redis;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{Key, Result, Ttl};
+use crate::{Error, Key, Result, Ttl};
 
 /// Poll interval of waits that nothing can shorten, as in symfony/lock (90-110 ms).
 const POLL_MS: u64 = 100;
@@ -30,8 +30,11 @@ pub struct WaitReport {
     pub polls: u64,
 }
 
-/// What every store does. A held lock is [`crate::Error::Conflict`]; anything else that goes
-/// wrong in the store is [`crate::Error::Storage`].
+/// What every store does, symfony/lock's `PersistingStoreInterface`. A held lock is
+/// [`crate::Error::Conflict`]; anything else that goes wrong in the store is
+/// [`crate::Error::Storage`]. Keys reach a store already adopted (never inherited through
+/// `fork()`: the caller ran [`Key::adopt_if_inherited`]), so no store asks which process it is in.
+/// What a store can do beyond this, it says in [`Store::capabilities`].
 pub trait Store {
     /// The store's name for messages, e.g. `FlockStore(/var/lib/app/locks)`. Never holds a secret.
     fn name(&self) -> &str;
@@ -39,27 +42,11 @@ pub trait Store {
     /// Takes the lock for `key` now. Exclusive also promotes `key`'s own shared lock when it is
     /// the only reader; shared demotes `key`'s exclusive lock. `ttl` is the lifetime to give a
     /// lock in a store whose locks expire (`None`: the store's initial TTL); other stores ignore it.
-    /// An exclusive save records a fencing token on the key.
     ///
     /// # Errors
-    /// Conflict when someone else holds it; Storage when the store fails.
+    /// Conflict when someone else holds it; Expired when the key's lifetime ran out before the
+    /// lock was stored (nothing is left behind); Storage when the store fails.
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()>;
-
-    /// Waits until the lock can be taken, then takes it as [`Store::save`] does; gives up at
-    /// `deadline` (`None`: waits forever) and answers false.
-    ///
-    /// # Errors
-    /// Storage when the store fails.
-    fn wait(
-        &self,
-        key: &mut Key,
-        mode: Mode,
-        ttl: Option<Ttl>,
-        deadline: Option<Instant>,
-        report: &mut WaitReport,
-    ) -> Result<bool> {
-        poll(deadline, report, || self.save(key, mode, ttl))
-    }
 
     /// Extends the lock of `key` by `ttl` (stores whose locks never expire only check ownership).
     ///
@@ -73,42 +60,100 @@ pub trait Store {
     /// Storage when the store fails.
     fn delete(&self, key: &mut Key) -> Result<()>;
 
-    /// The fencing token of `key`'s exclusive hold: a number that grows with every exclusive
-    /// acquisition of the resource, so a resource can refuse writes from a holder that was
-    /// overtaken. `None` when `key` holds no exclusive lock here.
-    ///
-    /// # Errors
-    /// Storage when the store fails (flock draws the token from the lock file on first request).
-    fn fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
-        Ok(key.fence().filter(|_| !key.is_inherited()))
-    }
-
     /// Whether `key` (not anyone) holds the lock.
     ///
     /// # Errors
     /// Storage when the store fails.
     fn exists(&self, key: &Key) -> Result<bool>;
 
-    /// Whether locks in this store expire: then a lock's TTL goes into [`Store::save`] (one
-    /// call) and extending it means something. flock and in-memory locks never expire.
-    fn expires(&self) -> bool {
-        false
+    /// What this store can do beyond the contract above (nothing, by default).
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::default()
     }
+}
 
-    /// Whether a lock may be released from Rust's `Drop` (no PHP call on the way). Stores that
-    /// talk through a PHP object answer false and are released in PHP's destructor phase instead.
-    fn releases_from_drop(&self) -> bool {
-        true
-    }
+/// The optional parts of a store, one small trait each (as symfony/lock has one interface per
+/// capability); a store lists the ones it has in [`Store::capabilities`].
+#[derive(Default, Clone, Copy)]
+pub struct Capabilities<'a> {
+    /// It can wait for a lock better than by polling (symfony/lock's `BlockingStoreInterface`).
+    pub blocking: Option<&'a dyn BlockingStore>,
+    /// Its locks expire: a lock's TTL goes into [`Store::save`] (one call), and extending it
+    /// means something.
+    pub expiring: Option<&'a dyn ExpiringStore>,
+    /// It draws fencing tokens.
+    pub fencing: Option<&'a dyn FencingStore>,
+}
+
+/// A store that can be woken, or can block, while it waits.
+pub trait BlockingStore {
+    /// Waits until the lock can be taken, then takes it as [`Store::save`] does; gives up at
+    /// `deadline` (`None`: waits forever) and answers false.
+    ///
+    /// # Errors
+    /// Storage when the store fails.
+    fn wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool>;
+}
+
+/// A store whose locks expire unless extended.
+pub trait ExpiringStore {
+    /// What a background thread needs to extend this store's locks without PHP, if it can.
+    fn extender(&self) -> Option<Arc<dyn Extender>>;
 
     /// A warning about the store's setup noticed during the last calls (an evicting Redis), once.
     fn take_warning(&self) -> Option<String> {
         None
     }
+}
 
-    /// What a background thread needs to extend this store's locks without PHP, if it can.
-    fn extender(&self) -> Option<Arc<dyn Extender>> {
-        None
+/// A store that hands out fencing tokens.
+pub trait FencingStore {
+    /// A fencing token for `key`'s exclusive hold: a number that grows with every token drawn for
+    /// the resource, drawn under the lock (so holders draw in the order they held it), so a
+    /// resource can refuse writes from a holder that was overtaken. Each call draws a new one
+    /// ([`crate::Lock`] asks once per hold). `None` when `key` holds no exclusive lock here.
+    ///
+    /// # Errors
+    /// Storage when the store fails.
+    fn draw_fencing_token(&self, key: &mut Key) -> Result<Option<u64>>;
+}
+
+/// Waits for `store`'s lock: natively where the store can, else by polling.
+///
+/// # Errors
+/// Storage when the store fails.
+pub fn wait(
+    store: &dyn Store,
+    key: &mut Key,
+    mode: Mode,
+    ttl: Option<Ttl>,
+    deadline: Option<Instant>,
+    report: &mut WaitReport,
+) -> Result<bool> {
+    match store.capabilities().blocking {
+        Some(blocking) => blocking.wait(key, mode, ttl, deadline, report),
+        None => poll(deadline, report, || store.save(key, mode, ttl)),
+    }
+}
+
+/// The failure of a save whose key ran out of lifetime before the lock was stored: the lock is
+/// removed again (a failure of that cleanup is dropped: the expiry is the failure to report, and
+/// the store's own expiry removes what is left). One message for every store and for `Lock`.
+pub(crate) fn expired_on_save(store: &dyn Store, key: &mut Key) -> Error {
+    let _ = store.delete(key);
+    Error::Expired {
+        message: format!(
+            "Failed to store the \"{}\" lock in {}: it expired before it was acquired.",
+            key.display_resource(),
+            store.name()
+        ),
     }
 }
 
@@ -123,7 +168,7 @@ pub trait Extender: Send + Sync {
 
 /// Retries `save` until it stops conflicting or `deadline` passes, sleeping 90-110 ms between
 /// attempts (never past the deadline).
-pub(crate) fn poll(
+fn poll(
     deadline: Option<Instant>,
     report: &mut WaitReport,
     mut save: impl FnMut() -> Result<()>,
@@ -148,7 +193,7 @@ pub(crate) fn poll(
 }
 
 /// 90-110 ms, so that pollers started together spread out.
-pub(crate) fn poll_interval() -> Duration {
+fn poll_interval() -> Duration {
     let jitter = getrandom::u32().map_or(0, |r| u64::from(r) % (2 * POLL_JITTER_MS + 1));
     Duration::from_millis(POLL_MS - POLL_JITTER_MS + jitter)
 }

@@ -1,6 +1,6 @@
 //! The native connection: one per process per DSN, kept across lock factories and FPM requests,
-//! never across fork(). A child that inherits a connection leaks its copy without touching it (a
-//! TLS close would write to the parent's socket) and opens its own.
+//! never across fork(): connections are [`PerProcess`] values, so a child that inherits one leaks
+//! its copy without touching it (a TLS close would write to the parent's socket) and opens its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -9,75 +9,54 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 
-use crate::process::current_pid;
+use crate::process::PerProcess;
 use crate::store::redis::dsn::{Dsn, Endpoint};
-use crate::store::redis::runner::{RanThenWaited, RunError, ScriptRunner};
+use crate::store::redis::protocol::Signal;
 use crate::store::redis::scripts::LockScript;
+use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 use crate::Error;
 
 /// Eviction policies that may drop a live lock key.
 const EVICTING_POLICIES: [&str; 2] = ["allkeys-", "volatile-"];
 
-/// The connection of one process to one DSN.
+/// The connection of this process to one DSN.
+#[derive(Default)]
 struct Slot {
-    pid: u32,
     connection: Option<redis::Connection>,
     /// The eviction-policy check runs once per process and DSN.
     policy_checked: bool,
     warning: Option<String>,
 }
 
-impl Slot {
-    /// Forgets a connection inherited through fork() without closing it.
-    fn adopt(&mut self) {
-        if self.pid != current_pid() {
-            if let Some(inherited) = self.connection.take() {
-                std::mem::forget(inherited);
-            }
-            self.pid = current_pid();
-            self.policy_checked = false;
-            self.warning = None;
-        }
-    }
-}
+type Slots = Mutex<HashMap<String, Arc<Mutex<Slot>>>>;
 
-/// Process-wide slots, one per distinct DSN text (secrets included, so two users never share).
-static SLOTS: LazyLock<Mutex<HashMap<String, Arc<Mutex<Slot>>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// This process's slots, one per distinct DSN text (secrets included, so two users never share)
+/// and purpose.
+static SLOTS: LazyLock<PerProcess<Slots>> = LazyLock::new(PerProcess::new);
 
-/// This process's slot named `name` (a DSN, or a DSN and a purpose), made on first use. Keyed
-/// by pid too: a forked child gets slots of its own and never locks one its parent's refresher
-/// thread might have held at the instant of the fork.
+/// This process's slot named `name` (a DSN, or a DSN and a purpose), made on first use.
 fn slot_for(name: &str) -> Arc<Mutex<Slot>> {
     SLOTS
+        .get_or_init(Slots::default)
         .lock()
-        .entry(format!("{}/{name}", current_pid()))
-        .or_insert_with(|| {
-            Arc::new(Mutex::new(Slot {
-                pid: current_pid(),
-                connection: None,
-                policy_checked: false,
-                warning: None,
-            }))
-        })
+        .entry(name.to_owned())
+        .or_default()
         .clone()
 }
 
-/// A runner on the process's native connection for one DSN.
-pub struct NativeRunner {
+/// A transport on the process's native connection for one DSN.
+pub struct NativeTransport {
     dsn: Dsn,
     client: redis::Client,
-    /// This runner's slot in the process that made the runner (`slot_pid`); other processes look
-    /// up their own.
-    slot: Arc<Mutex<Slot>>,
-    slot_pid: u32,
+    /// This process's slot (another process looks up its own).
+    slot: PerProcess<Arc<Mutex<Slot>>>,
     /// The name of the slot in `SLOTS` (holds the DSN's secrets: never shown).
     slot_name: String,
     name: String,
 }
 
-impl NativeRunner {
-    /// A runner for `dsn_text`. Does not connect: the first script does.
+impl NativeTransport {
+    /// A transport for `dsn_text`. Does not connect: the first script does.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a malformed DSN or an unreadable CA file.
@@ -85,11 +64,10 @@ impl NativeRunner {
         let dsn = Dsn::parse(dsn_text)?;
         let client = client_for(&dsn)?;
         let name = dsn.redacted();
-        Ok(NativeRunner {
+        Ok(NativeTransport {
             dsn,
             client,
-            slot: slot_for(dsn_text),
-            slot_pid: current_pid(),
+            slot: PerProcess::new(),
             slot_name: dsn_text.to_owned(),
             name,
         })
@@ -108,17 +86,25 @@ impl NativeRunner {
         Ok(connection)
     }
 
+    /// The one place a redis-rs error is classified.
     fn error(&self, e: &redis::RedisError) -> RunError {
-        let text = format!("Redis at {}: {e}", self.name);
-        if e.is_io_error()
+        let kind = if e.is_io_error()
             || e.is_timeout()
             || e.is_connection_dropped()
             || e.is_connection_refusal()
         {
-            RunError::Connection(text)
+            RunErrorKind::Connection
         } else {
-            RunError::Server(text)
-        }
+            match e.code() {
+                Some("LOADING") => RunErrorKind::Loading,
+                Some("NOSCRIPT") => RunErrorKind::NoScript,
+                Some(code) if code == crate::store::redis::protocol::NOT_A_LOCK => {
+                    RunErrorKind::NotALock
+                }
+                _ => RunErrorKind::Server,
+            }
+        };
+        RunError::new(kind, format!("Redis at {}: {e}", self.name))
     }
 }
 
@@ -141,7 +127,7 @@ fn eviction_warning(connection: &mut redis::Connection, name: &str) -> Option<St
         })
 }
 
-impl ScriptRunner for NativeRunner {
+impl Transport for NativeTransport {
     fn name(&self) -> &str {
         &self.name
     }
@@ -157,13 +143,13 @@ impl ScriptRunner for NativeRunner {
         self.with_connection(|connection| invocation.invoke::<i64>(connection))
     }
 
-    fn wait_signal(&self, key: &[u8], timeout: Duration) -> Result<bool, RunError> {
+    fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError> {
         self.blocking(timeout, |connection, seconds| {
             let popped: Option<(Vec<u8>, Vec<u8>)> = redis::cmd("BLPOP")
-                .arg(key)
+                .arg(list)
                 .arg(seconds)
                 .query(connection)?;
-            Ok(popped.is_some())
+            Ok(popped.and_then(|(_, item)| Signal::parse(&item)))
         })
     }
 
@@ -172,10 +158,10 @@ impl ScriptRunner for NativeRunner {
         script: &LockScript,
         keys: &[&[u8]],
         args: &[&[u8]],
-        key: &[u8],
+        list: &[u8],
         timeout: Duration,
-    ) -> Option<Result<RanThenWaited, RunError>> {
-        Some(self.blocking(timeout, |connection, seconds| {
+    ) -> Result<RanThenWaited, RunError> {
+        self.blocking(timeout, |connection, seconds| {
             let mut pipe = redis::pipe();
             pipe.cmd("EVALSHA")
                 .arg(script.sha1())
@@ -183,7 +169,7 @@ impl ScriptRunner for NativeRunner {
                 .arg(keys)
                 .arg(args)
                 .cmd("BLPOP")
-                .arg(key)
+                .arg(list)
                 .arg(seconds);
             let replies = match pipe.query::<(i64, Option<(Vec<u8>, Vec<u8>)>)>(connection) {
                 // The server lost its scripts (restart, SCRIPT FLUSH): the wait ran its course
@@ -199,30 +185,31 @@ impl ScriptRunner for NativeRunner {
                 }
                 other => other,
             }?;
-            Ok((replies.0, replies.1.map(|(_, value)| value)))
-        }))
-    }
-
-    fn is_native(&self) -> bool {
-        true
+            Ok((
+                replies.0,
+                replies.1.and_then(|(_, item)| Signal::parse(&item)),
+            ))
+        })
     }
 
     fn take_warning(&self) -> Option<String> {
-        self.current_slot().lock().warning.take()
+        self.slot().lock().warning.take()
+    }
+
+    fn for_background(&self) -> Option<Box<dyn Transport + Send + Sync>> {
+        Some(Box::new(self.twin("refresher")))
     }
 }
 
-impl NativeRunner {
-    /// A runner on a connection of its own for the same DSN (the background refresher's, so that
-    /// it never waits behind a blocked wait of the PHP thread).
-    pub fn twin(&self, purpose: &str) -> Self {
-        let slot_name = format!("{}#{purpose}", self.slot_name);
-        NativeRunner {
+impl NativeTransport {
+    /// A transport on a connection of its own for the same DSN (the background refresher's, so
+    /// that it never waits behind a blocked wait of the PHP thread).
+    fn twin(&self, purpose: &str) -> Self {
+        NativeTransport {
             dsn: self.dsn.clone(),
             client: self.client.clone(),
-            slot: slot_for(&slot_name),
-            slot_pid: current_pid(),
-            slot_name,
+            slot: PerProcess::new(),
+            slot_name: format!("{}#{purpose}", self.slot_name),
             name: self.name.clone(),
         }
     }
@@ -245,13 +232,9 @@ impl NativeRunner {
         })
     }
 
-    /// This process's slot: the one made with the runner, or after a fork the child's own.
-    fn current_slot(&self) -> Arc<Mutex<Slot>> {
-        if self.slot_pid == current_pid() {
-            Arc::clone(&self.slot)
-        } else {
-            slot_for(&self.slot_name)
-        }
+    /// This process's slot.
+    fn slot(&self) -> &Arc<Mutex<Slot>> {
+        self.slot.get_or_init(|| slot_for(&self.slot_name))
     }
 
     /// Runs `call` on this process's connection, opening it first when needed.
@@ -259,9 +242,7 @@ impl NativeRunner {
         &self,
         mut call: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
-        let slot = self.current_slot();
-        let mut slot = slot.lock();
-        slot.adopt();
+        let mut slot = self.slot().lock();
         // A kept connection may have died since its last use (server restart, idle timeout): on a
         // connection error it is replaced once and the call made again. Every lock script is
         // idempotent for its token; after a lost reply a second run at most skips a fencing
@@ -281,7 +262,7 @@ impl NativeRunner {
                 Ok(reply) => return Ok(reply),
                 Err(e) => {
                     let error = self.error(&e);
-                    if matches!(error, RunError::Connection(_)) {
+                    if error.kind() == RunErrorKind::Connection {
                         slot.connection = None;
                         if reused && attempt == 0 {
                             continue;
@@ -291,10 +272,10 @@ impl NativeRunner {
                 }
             }
         }
-        Err(RunError::Connection(format!(
-            "Redis at {}: connection lost",
-            self.name
-        )))
+        Err(RunError::new(
+            RunErrorKind::Connection,
+            format!("Redis at {}: connection lost", self.name),
+        ))
     }
 }
 

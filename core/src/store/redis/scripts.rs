@@ -1,8 +1,11 @@
 //! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is the
-//! shared prelude (plus the waiting side for the scripts that take a lock, the hand-over for those
-//! that release) and one operation, sent by SHA (EVALSHA) and loaded on NOSCRIPT.
+//! protocol's generated header (`protocol.rs`: constants, signals, the names of KEYS and ARGV),
+//! the shared prelude (plus the waiting side for the scripts that take a lock, the hand-over for
+//! those that release) and one operation, sent by SHA (EVALSHA) and loaded on NOSCRIPT.
 
 use std::sync::LazyLock;
+
+use super::protocol::lua_header;
 
 /// One lock script: its source (for EVAL/SCRIPT LOAD) and its SHA1 (for EVALSHA).
 pub struct LockScript {
@@ -34,7 +37,10 @@ impl LockScript {
     }
 
     fn from_parts(parts: &[&str]) -> Self {
-        let code = parts.join("\n");
+        let code = std::iter::once(lua_header().as_str())
+            .chain(parts.iter().copied())
+            .collect::<Vec<_>>()
+            .join("\n");
         LockScript {
             script: redis::Script::new(&code),
             code,
@@ -57,22 +63,22 @@ impl LockScript {
     }
 }
 
-/// Exclusive lock (and promotion of a sole reader). KEYS: resource (a waiter adds its queue,
-/// details and grant list). ARGV: token, ttl ms, "wait" for a waiter. Returns 1, or 0 / minus the
-/// holder's remaining ms when held.
+/// Exclusive lock (and promotion of a sole reader), with the lock KEYS and ARGV of `protocol.rs`
+/// (a caller that does not wait names the resource, token and TTL only). Returns 1, or 0 / minus
+/// the holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(include_str!("scripts/save.lua")));
-/// Shared lock (and demotion of a writer). ARGV: token, ttl ms. Returns 1, or as `SAVE` when held.
+/// Shared lock (and demotion of a writer), as `SAVE`.
 pub static SAVE_READ: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(include_str!("scripts/save_read.lua")));
-/// Extend. ARGV: token, ttl ms. Returns 1, or 0 when not held.
+/// Extend. KEYS: the resource. ARGV: token, TTL ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
-/// Release, and hand the lock over to the longest waiter. KEYS: resource, queue, waiters'
-/// details. ARGV: token. Returns 1, or 0 when not held.
+/// Release, and hand the lock over to the longest waiter. KEYS: the lock KEYS up to HANDOVERS.
+/// ARGV: token. Returns 1, or 0 when not held.
 pub static DELETE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::releasing(include_str!("scripts/delete.lua")));
-/// Ownership check. ARGV: token. Returns 1 or 0.
+/// Ownership check. KEYS: the resource. ARGV: token. Returns 1 or 0.
 pub static EXISTS: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/exists.lua")));
 
@@ -81,10 +87,7 @@ pub static EXISTS: LazyLock<LockScript> =
 pub static FENCE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/fence.lua")));
 
-/// A waiter gives up (and releases a lock handed over to it meanwhile). KEYS: resource, queue,
-/// waiters' details, its grant list. ARGV: token. Returns 1.
+/// A waiter gives up (and releases a lock handed over to it meanwhile). KEYS: the lock KEYS.
+/// ARGV: token. Returns 1.
 pub static LEAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::releasing(include_str!("scripts/leave.lua")));
-
-/// Marker that a script's error reply is about the key's type.
-pub const WRONGTYPE_MARKER: &str = "DEADBOLT_WRONGTYPE";

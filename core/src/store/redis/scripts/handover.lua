@@ -1,37 +1,31 @@
 -- Hand-over, shared by delete.lua and leave.lua: when a release leaves the lock free while
--- someone waits, the lock goes straight to the longest waiter (the head of the queue KEYS[2]) with
--- that waiter's TTL, and one signal on the waiter's own grant list tells it so: the waiter needs no
--- further round trip, and nobody (the releaser straight back, a newcomer) can take the lock first.
--- A waiter for a shared lock is granted together with every other live reader in the queue.
--- Waiters not seen alive for ALIVE_MS are dropped on the way. A grant is recorded in KEYS[3]
--- ("granted <ms>"), so that waiters take it back if its signal stays unread (waiting.lua,
+-- someone waits, the lock goes straight to the longest waiter (the head of QUEUE) with that
+-- waiter's mode and TTL (from WAITERS), and one signal on the waiter's own grant list tells it so:
+-- the waiter needs no further round trip, and nobody (the releaser straight back, a newcomer) can
+-- take the lock first. A waiter for a shared lock is granted together with every other live reader
+-- in the queue. Waiters not seen alive for ALIVE_MS are dropped on the way. A grant is recorded in
+-- HANDOVERS, so that waiters take it back if its signal stays unread (waiting.lua,
 -- take_back_unread). No-op while the lock is still held (other readers, a symfony/lock holder) or
 -- nobody waits.
--- A waiter's grant list is named after the queue (KEYS[2] .. ":" .. token), as the waiter names
--- it: a client-side key prefix (phpredis, Predis) then applies to both alike.
-local function grant_list(waiter)
-    return KEYS[2] .. ":" .. waiter
-end
-
 local function hand_over()
     -- Nobody waits and no hand-over is recorded: the common case of a release, one call.
-    if redis.call("EXISTS", KEYS[3]) == 0 then
+    if redis.call("EXISTS", WAITERS, HANDOVERS) == 0 then
         return
     end
     -- The record of a hand-over to me, if this lock came to me that way: done with. (Every Lock has
     -- a token of its own, so records must go as their locks do, or the hash grows with each one.)
-    redis.call("HDEL", KEYS[3], token)
-    if redis.call("EXISTS", KEYS[2]) == 0 or redis.call("EXISTS", key) == 1 then
+    redis.call("HDEL", HANDOVERS, token)
+    if redis.call("EXISTS", QUEUE) == 0 or redis.call("EXISTS", key) == 1 then
         return
     end
     local now = now_ms()
     local until_max = nil
-    for _, waiter in ipairs(redis.call("ZRANGE", KEYS[2], 0, 63)) do
-        local details = redis.call("HGET", KEYS[3], waiter)
+    for _, waiter in ipairs(redis.call("ZRANGE", QUEUE, 0, 63)) do
+        local details = redis.call("HGET", WAITERS, waiter)
         local alive, mode, ttl = string.match(details or "", "^(%d+) ([xs]) (%d+)$")
         if not alive or tonumber(alive) < now then
-            redis.call("ZREM", KEYS[2], waiter)
-            redis.call("HDEL", KEYS[3], waiter)
+            redis.call("ZREM", QUEUE, waiter)
+            redis.call("HDEL", WAITERS, waiter)
         elseif mode == "s" or not until_max then
             local expiry = now + tonumber(ttl)
             if mode == "x" then
@@ -40,12 +34,13 @@ local function hand_over()
                 redis.call("ZADD", key, expiry, waiter)
             end
             until_max = math.max(until_max or 0, expiry)
-            redis.call("ZREM", KEYS[2], waiter)
-            redis.call("HSET", KEYS[3], waiter, "granted " .. now)
-            redis.call("PEXPIRE", KEYS[3], ALIVE_MS)
+            redis.call("ZREM", QUEUE, waiter)
+            redis.call("HDEL", WAITERS, waiter)
+            redis.call("HSET", HANDOVERS, waiter, now)
+            redis.call("PEXPIRE", HANDOVERS, ALIVE_MS)
             local list = grant_list(waiter)
-            redis.call("LPUSH", list, "granted")
-            redis.call("PEXPIRE", list, 60000)
+            redis.call("LPUSH", list, SIGNAL_GRANTED)
+            redis.call("PEXPIRE", list, GRANT_LIST_MS)
             if mode == "x" then
                 break
             end

@@ -8,7 +8,7 @@ end
 if not redis.call("ZSCORE", key, token) then
     return 0
 end
-local expiry = now_ms() + tonumber(ARGV[2])
+local expiry = now_ms() + tonumber(TTL_MS)
 redis.call("ZADD", key, expiry, token)
 if redis.call("ZSCORE", key, "__write__") then
     redis.call("ZADD", key, expiry, "__write__")

@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 use Deadbolt\LockFactory;
 use Deadbolt\Metrics;
@@ -15,7 +15,7 @@ use Deadbolt\Tests\Support\PhpProcess;
  * scenarios run in a fresh php process (nothing counted before them); the fork rule runs in a pcntl_fork() child.
  * The lost counter is checked by RefresherTest (Redis stopped under an auto-refreshed lock).
  */
-final class MetricsTest extends BeyondTestCase
+final class MetricsTest extends FeatureTestCase
 {
     private const ZERO_COUNTERS = [
         'acquired' => 0,

@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 /**
  * A PSR-3 shaped logger (Deadbolt only needs log($level, $message, $context)) that keeps every record.

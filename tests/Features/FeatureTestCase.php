@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 use Deadbolt\LockFactory;
 use Deadbolt\Store\FlockStore;
@@ -13,13 +13,14 @@ use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\SharedRedis;
 
 /**
- * Shared machinery of the issue-4 suites (API-CONTRACT.md, "Issue 4: beyond symfony/lock"): a lock held by another
- * process, the CPU time a process used, and the Redis connection a process is blocked on.
+ * Shared machinery of the suites of the features Deadbolt adds to symfony/lock (deadlines, wake-ups, fencing tokens,
+ * metrics, the refresher; API-CONTRACT.md, "Issue 4: beyond symfony/lock"): a lock held by another process, the CPU
+ * time a process used, and the Redis connection a process is blocked on.
  *
  * Store kinds: 'flock' (a private directory), 'redis' (the shared server through its DSN, so DEADBOLT_REDIS_PORT
  * must be set: without it the test fails, it never skips), 'memory' (one InMemoryStore, so one process).
  */
-abstract class BeyondTestCase extends DeadboltTestCase
+abstract class FeatureTestCase extends DeadboltTestCase
 {
     /**
      * @return iterable<string, array{'flock'|'redis'|'memory'}>

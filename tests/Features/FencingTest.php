@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 use Deadbolt\LockFactory;
 use Deadbolt\Store\InMemoryStore;
@@ -14,7 +14,7 @@ use Deadbolt\Tests\Support\SharedRedis;
  * the order the lock was held. The judge is a history file every critical section appends one line to
  * ("pid token start_ns end_ns", hrtime = CLOCK_MONOTONIC, common to all processes of the machine).
  */
-final class FencingTest extends BeyondTestCase
+final class FencingTest extends FeatureTestCase
 {
     public function testRedisTokensStrictlyIncreaseInHoldOrderAcrossProcesses(): void
     {

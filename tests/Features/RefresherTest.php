@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 use Deadbolt\Exception\InvalidArgumentException;
 use Deadbolt\Exception\LockExpiredException;
@@ -22,7 +22,7 @@ use Deadbolt\Tests\Support\SharedRedis;
  * in PHP (usleep or a blocking read), so only the extension's own thread can keep the lock alive. Durations are
  * multiples of the TTL chosen so that the outcome does not depend on scheduling by more than a few hundred ms.
  */
-final class RefresherTest extends BeyondTestCase
+final class RefresherTest extends FeatureTestCase
 {
     private const TTL = 0.5;
 

@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 use Deadbolt\Exception\InvalidArgumentException;
 use Deadbolt\LockFactory;
@@ -17,7 +17,7 @@ use Deadbolt\Tests\Support\Channel;
  * The only clock assertions are "not before the deadline" (correctness of the deadline) and the CPU the waiting
  * process burned (getrusage of the whole process, its helper threads included) against a generous bound.
  */
-final class DeadlineTest extends BeyondTestCase
+final class DeadlineTest extends FeatureTestCase
 {
     private const DEADLINE = 0.3;
 

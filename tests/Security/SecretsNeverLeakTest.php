@@ -9,26 +9,89 @@ use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\ProtectedRedisFixture;
 
 /**
- * The whole-process view of tests/SecretsNeverLeakTest.php: nothing a php process running Deadbolt lets out shows the
- * Redis password or a lock token. The child runs every failure path against a password-protected server (wrong
- * password in the DSN and through password_env, unknown user, unset password_env, server down, bad DSN options that
- * carry the password, a \Redis object without AUTH, the eviction warning of allkeys-lru), with a PSR-3 logger writing
- * full records (exceptions rendered with __toString(), traces included) to a file, error_log to a file with
- * log_errors=1, display_errors=stderr, echoes every exception chain, var_dump/print_r/json_encode of its objects and
- * phpinfo() without the environment sections, and ends with an uncaught LockAcquiringException (a PHP fatal error).
- * Its tokens go to a side file that is not searched. stdout, stderr, the error_log file and the logger file must not
- * contain the password (plain or percent-encoded), the wrong password, or any token.
+ * Neither the Redis password nor any lock token may show in what Deadbolt lets out. Each test runs a fresh php
+ * process against a password-protected private redis-server (ProtectedRedisFixture), through every failure path,
+ * with the password in the DSN and from password_env, and looks for the secrets afterwards: once in what the child
+ * captured of Deadbolt's messages, records and dumps (the in-process view), once in everything the process wrote to
+ * stdout, stderr, its error_log and its logger file (the whole-process view).
  */
-final class NoSecretsInOutputTest extends DeadboltTestCase
+final class SecretsNeverLeakTest extends DeadboltTestCase
 {
     use ProtectedRedisFixture;
 
-    private const PASSWORD = 'Wh0le-Pr0c3ss@pw:9/q';
-    private const WRONG_PASSWORD = 'Wr0ng-Wh0le@pw:3/z';
+    /** Needs percent-encoding in a DSN: both forms are looked for. */
+    private const PASSWORD = 'S3cr3t@pw:7f1e9d/x';
+    private const WRONG_PASSWORD = 'Wr0ng@pw:2b4c6d/y';
     private const USER = 'locker';
-    private const PASSWORD_ENV = 'DEADBOLT_TEST_WHOLE_PROCESS_PASSWORD';
+    private const PASSWORD_ENV = 'DEADBOLT_TEST_LEAK_PASSWORD';
 
     /**
+     * The in-process view: what Deadbolt hands the application, captured inside the child. Exception messages (whole
+     * previous chain), logger records (message and context, rendered with var_export), var_dump/print_r/var_export of
+     * its objects, phpinfo(). The child goes through every failure path (wrong password, server down, bad DSN
+     * options, a key of the wrong type) and hands back what it captured and the tokens of its keys; this test looks
+     * for the secrets in it.
+     *
+     * @dataProvider passwordSources
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('passwordSources')]
+    public function testNeitherThePasswordNorATokenShowsAnywhere(string $source): void
+    {
+        $server = $this->startProtectedServer();
+
+        $process = PhpProcess::start(self::IN_PROCESS_CHILD, $this->childVars($server, $source), true, array_merge(deadbolt_php_command(), ['-d', 'zend.exception_ignore_args=0', '-d', 'error_log=/dev/null']));
+        try {
+            $this->assertSame('stop the server', $process->readLine(), $process->stderr());
+            $server->stop();
+            $process->writeLine('stopped');
+            $this->assertSame('restart the server', $process->readLine(), $process->stderr());
+            $server->restart();
+            $this->prepareProtectedServer($server);
+            $process->writeLine('restarted');
+            $exit = $process->waitForExit();
+        } finally {
+            $process->kill();
+            $server->stop();
+        }
+        $this->assertSame(0, $exit, $process->stderr());
+        $this->assertSame('', $process->stderr());
+        $captured = json_decode((string) base64_decode($process->stdout(), true), true, 512, JSON_THROW_ON_ERROR);
+
+        $this->assertGreaterThanOrEqual(4, \count($captured['tokens']), 'the child reports the tokens of its keys');
+        foreach ($captured['texts'] as $label => $text) {
+            if (str_starts_with($label, 'message: ')) {
+                // Every failure path did fail (else the search below proves nothing), and the control did not.
+                $this->assertSame('message: acquire after restart' === $label, '(no exception)' === $text, "$label: $text");
+            }
+        }
+        $this->assertGreaterThan(20, \count($captured['texts']), 'the child captured every output');
+        $this->assertNotEmpty(array_filter($captured['texts'], static fn (string $label): bool => str_starts_with($label, 'log '), ARRAY_FILTER_USE_KEY), 'logger records were captured');
+        $secrets = self::passwords();
+        foreach ($captured['tokens'] as $i => $token) {
+            $secrets["token $i"] = $token;
+        }
+        $leaks = [];
+        foreach ($captured['texts'] as $label => $text) {
+            foreach ($secrets as $name => $secret) {
+                if (str_contains($text, $secret)) {
+                    $leaks[] = "$label shows $name";
+                }
+            }
+        }
+        $this->assertSame([], $leaks, "Secrets leaked:\n".implode("\n", $leaks));
+        $this->assertStringContainsString('127.0.0.1:'.$server->port, $captured['texts']['message: acquire, wrong password'] ?? '', 'the failures do name the server');
+    }
+
+    /**
+     * The whole-process view: nothing the php process lets out shows a secret. The child runs every failure path
+     * (wrong password in the DSN and through password_env, unknown user, unset password_env, server down, bad DSN
+     * options that carry the password, a \Redis object without AUTH, the eviction warning of allkeys-lru), with a
+     * PSR-3 logger writing full records (exceptions rendered with __toString(), traces included) to a file, error_log
+     * to a file with log_errors=1, display_errors=stderr, echoes every exception chain, var_dump/print_r/json_encode of
+     * its objects and phpinfo() without the environment sections, and ends with an uncaught LockAcquiringException (a
+     * PHP fatal error). Its tokens go to a side file that is not searched. stdout, stderr, the error_log file and the
+     * logger file must not contain the password (plain or percent-encoded), the wrong password, or any token.
+     *
      * @dataProvider passwordSources
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('passwordSources')]
@@ -43,7 +106,7 @@ final class NoSecretsInOutputTest extends DeadboltTestCase
             '-d', 'html_errors=0', '-d', 'zend.exception_ignore_args=0',
         ]);
         $consumed = ''; // the lines read to sync with the child: part of its stdout
-        $process = PhpProcess::start(self::CHILD, $this->childVars($server, $source) + ['files' => $files], true, $command);
+        $process = PhpProcess::start(self::WHOLE_PROCESS_CHILD, $this->childVars($server, $source) + ['files' => $files], true, $command);
         try {
             $consumed .= self::readUntil($process, 'stop the server');
             $server->stop();
@@ -80,12 +143,7 @@ final class NoSecretsInOutputTest extends DeadboltTestCase
         $tokens = json_decode((string) file_get_contents($files['tokens']), true, 512, JSON_THROW_ON_ERROR);
         $this->assertGreaterThanOrEqual(6, \count($tokens));
 
-        $secrets = [
-            'the password' => self::PASSWORD,
-            'the encoded password' => rawurlencode(self::PASSWORD),
-            'the wrong password' => self::WRONG_PASSWORD,
-            'the encoded wrong password' => rawurlencode(self::WRONG_PASSWORD),
-        ];
+        $secrets = self::passwords();
         foreach ($tokens as $label => $token) {
             $secrets["token of $label"] = $token;
         }
@@ -115,7 +173,183 @@ final class NoSecretsInOutputTest extends DeadboltTestCase
         return $lines;
     }
 
-    private const CHILD = <<<'PHP'
+    /**
+     * The passwords as a leak would show them: plain and percent-encoded, the right one and the wrong one.
+     *
+     * @return array<string, string>
+     */
+    private static function passwords(): array
+    {
+        return [
+            'the password' => self::PASSWORD,
+            'the encoded password' => rawurlencode(self::PASSWORD),
+            'the wrong password' => self::WRONG_PASSWORD,
+            'the encoded wrong password' => rawurlencode(self::WRONG_PASSWORD),
+        ];
+    }
+
+    private const IN_PROCESS_CHILD = <<<'PHP'
+        use Deadbolt\Key;
+        use Deadbolt\LockFactory;
+        use Deadbolt\Store\RedisStore;
+        use Deadbolt\Store\StoreFactory;
+
+        $texts = [];
+        $tokens = [];
+        $host = '127.0.0.1:'.$vars['port'];
+        $user = rawurlencode($vars['user']);
+        if ('env' === $vars['source']) {
+            putenv($vars['env'].'='.$vars['password']);
+            $dsn = "redis://$user@$host?password_env=".$vars['env'];
+            $wrongEnv = $vars['env'].'_WRONG';
+            putenv($wrongEnv.'='.$vars['wrong']);
+            $wrongDsn = "redis://$user@$host?password_env=".$wrongEnv;
+        } else {
+            $dsn = "redis://$user:".rawurlencode($vars['password'])."@$host";
+            $wrongDsn = "redis://$user:".rawurlencode($vars['wrong'])."@$host";
+        }
+
+        $logger = new class() {
+            public int $count = 0;
+            public array $texts = [];
+            public function log($level, $message, array $context = []): void
+            {
+                $this->texts['log '.(++$this->count).' '.$level] = $message."\n".var_export($context, true);
+            }
+        };
+        $messages = static function (Throwable $e): string {
+            $out = '';
+            for (; null !== $e; $e = $e->getPrevious()) {
+                $out .= get_class($e).': '.$e->getMessage()."\n";
+            }
+            return $out;
+        };
+        $attempt = static function (string $label, callable $operation) use (&$texts, $messages): void {
+            try {
+                $operation();
+                $texts["message: $label"] = '(no exception)';
+            } catch (Throwable $e) {
+                $texts["message: $label"] = $messages($e);
+            }
+        };
+        $dump = static function (string $label, $value) use (&$texts): void {
+            ob_start();
+            var_dump($value);
+            $texts["var_dump $label"] = (string) ob_get_clean();
+            $texts["print_r $label"] = print_r($value, true);
+            $texts["var_export $label"] = var_export($value, true);
+            $texts["(array) $label"] = var_export((array) $value, true);
+            $texts["json_encode $label"] = (string) json_encode($value);
+            ob_start();
+            debug_zval_dump($value);
+            $texts["debug_zval_dump $label"] = (string) ob_get_clean();
+        };
+        $token = static function (Key $key) use (&$tokens): void {
+            $tokens[] = $key->__serialize()['token'];
+        };
+
+        // A working store, with locks held.
+        $store = new RedisStore($dsn);
+        $factory = new LockFactory($store);
+        $factory->setLogger($logger);
+        $heldKey = new Key('held');
+        $held = $factory->createLockFromKey($heldKey, 30.0);
+        $held->acquire() || exit(3);
+        $held->refresh();
+        $readerKey = new Key('read');
+        $reader = $factory->createLockFromKey($readerKey, 30.0);
+        $reader->acquireRead() || exit(4);
+        $loserKey = new Key('held');
+        $loser = $factory->createLockFromKey($loserKey, 30.0);
+        $loser->acquire(false) && exit(5); // conflict: an info record
+        $attempt('refresh by the loser', static fn () => $loser->refresh());
+        $token($heldKey);
+        $token($readerKey);
+        $token($loserKey);
+        $fromFactory = StoreFactory::createStore($dsn);
+        $dump('store', $store);
+        $dump('StoreFactory store', $fromFactory);
+        $dump('factory', $factory);
+        $dump('lock', $held);
+        $dump('key', $heldKey);
+        $dump('reader lock', $reader);
+
+        // A key of another type.
+        $hashKey = new Key('typed-as-hash');
+        $hashLock = $factory->createLockFromKey($hashKey, 30.0);
+        $attempt('acquire, hash key', static fn () => $hashLock->acquire());
+        $attempt('acquireRead, hash key', static fn () => $hashLock->acquireRead());
+        $attempt('save, hash key', static fn () => $store->save($hashKey));
+        $token($hashKey);
+
+        // The wrong password.
+        $wrongStore = new RedisStore($wrongDsn);
+        $wrongFactory = new LockFactory($wrongStore);
+        $wrongFactory->setLogger($logger);
+        $wrongKey = new Key('wrong');
+        $wrongLock = $wrongFactory->createLockFromKey($wrongKey, 30.0);
+        $attempt('acquire, wrong password', static fn () => $wrongLock->acquire());
+        $attempt('acquireRead, wrong password', static fn () => $wrongLock->acquireRead());
+        $attempt('isAcquired, wrong password', static fn () => $wrongLock->isAcquired());
+        $attempt('refresh, wrong password', static fn () => $wrongLock->refresh());
+        $attempt('exists, wrong password', static fn () => $wrongStore->exists($wrongKey));
+        $token($wrongKey);
+        $dump('store, wrong password', $wrongStore);
+        $dump('lock, wrong password', $wrongLock);
+
+        // Bad DSNs that carry the password.
+        $secretPart = 'env' === $vars['source'] ? "$user@$host?password_env=".$vars['env'].'&' : "$user:".rawurlencode($vars['password'])."@$host?";
+        $wrongPart = "$user:".rawurlencode($vars['wrong'])."@$host?";
+        foreach ([
+            'unknown option' => "redis://{$secretPart}bogus=1",
+            'bad timeout' => "redis://{$secretPart}timeout=soon",
+            'bad read_timeout' => "redis://{$secretPart}read_timeout=-1",
+            'bad db' => "redis://{$secretPart}db=first",
+            'ca_file without TLS' => "redis://{$secretPart}ca_file=/nonexistent.pem",
+            'missing ca_file' => "rediss://{$secretPart}ca_file=/nonexistent.pem",
+            'wrong password, unknown option' => "redis://{$wrongPart}bogus=1",
+            'bad database path' => 'redis://'.$user.':'.rawurlencode($vars['password'])."@$host/first",
+            'bad port' => 'redis://'.$user.':'.rawurlencode($vars['password']).'@127.0.0.1:99999',
+            'unset password_env' => "redis://$user@$host?password_env=".$vars['env'].'_NEVER_SET',
+            'other scheme' => 'memcached://'.$user.':'.rawurlencode($vars['password'])."@$host",
+            'password unencoded' => 'redis://'.$user.':'.$vars['password']."@$host",
+        ] as $label => $bad) {
+            $attempt("new RedisStore, $label", static fn () => new RedisStore($bad));
+            $attempt("StoreFactory, $label", static fn () => StoreFactory::createStore($bad));
+        }
+
+        // Redis down.
+        echo "stop the server\n";
+        fgets(STDIN);
+        $downKey = new Key('down');
+        $down = $factory->createLockFromKey($downKey, 30.0);
+        $attempt('acquire, server down', static fn () => $down->acquire());
+        $attempt('acquireRead, server down', static fn () => $down->acquireRead());
+        $attempt('refresh, server down', static fn () => $held->refresh());
+        $attempt('isAcquired, server down', static fn () => $held->isAcquired());
+        $attempt('release, server down', static fn () => $held->release());
+        $attempt('reader release, server down', static fn () => $reader->release());
+        $attempt('save, server down', static fn () => $store->save($downKey));
+        $attempt('delete, server down', static fn () => $store->delete($heldKey));
+        $attempt('exists, server down', static fn () => $store->exists($heldKey));
+        $token($downKey);
+        $dump('store, server down', $store);
+        $dump('lock, server down', $held);
+        $dump('key, server down', $downKey);
+
+        echo "restart the server\n";
+        fgets(STDIN);
+        $again = $factory->createLockFromKey(new Key('again'), 30.0);
+        $attempt('acquire after restart', static fn () => $again->acquire() || throw new RuntimeException('not acquired'));
+
+        ob_start();
+        phpinfo(INFO_ALL & ~INFO_ENVIRONMENT & ~INFO_VARIABLES);
+        $texts['phpinfo'] = (string) ob_get_clean();
+
+        echo base64_encode(json_encode(['texts' => $texts + $logger->texts, 'tokens' => $tokens], JSON_THROW_ON_ERROR | JSON_INVALID_UTF8_SUBSTITUTE));
+        PHP;
+
+    private const WHOLE_PROCESS_CHILD = <<<'PHP'
         use Deadbolt\Key;
         use Deadbolt\LockFactory;
         use Deadbolt\Store\RedisStore;

@@ -2,7 +2,7 @@
 
 declare(strict_types=1);
 
-namespace Deadbolt\Tests\Beyond;
+namespace Deadbolt\Tests\Features;
 
 use Deadbolt\LockFactory;
 use Deadbolt\Metrics;
@@ -19,7 +19,7 @@ use Symfony\Component\Lock\Store\RedisStore as SymfonyRedisStore;
  * the lock by polling. Which of the two happened is told by the waiter's own Deadbolt\Metrics (wakeups / polls),
  * never by a clock.
  */
-final class WakeUpTest extends BeyondTestCase
+final class WakeUpTest extends FeatureTestCase
 {
     public function testADeadboltReleaseWakesAWaiterOfAnotherProcess(): void
     {

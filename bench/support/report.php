@@ -1,0 +1,65 @@
+<?php
+
+/*
+ * How a scenario prints: table rows and rules, exceptions in one line, memory lines and notes.
+ */
+
+declare(strict_types=1);
+
+/**
+ * One table row: the first cell left-aligned, the others right-aligned. Widths count characters, not bytes (µ is two
+ * bytes in UTF-8).
+ */
+function row(array $widths, string ...$cells): void
+{
+    $out = [];
+    foreach ($cells as $i => $cell) {
+        $pad = str_repeat(' ', max(0, $widths[$i] - preg_match_all('/[^\x80-\xBF]/', $cell)));
+        $out[] = $i === 0 ? $cell . $pad : $pad . $cell;
+    }
+    echo rtrim(implode('  ', $out)), "\n";
+}
+
+/** The dashes under a table's header. */
+function rule(array $widths): void
+{
+    row($widths, ...array_map(static fn (int $w): string => str_repeat('-', $w), $widths));
+}
+
+/** The class and first message line of an exception and of each previous one. */
+function describe(Throwable $e): string
+{
+    $parts = [];
+    for (; $e !== null; $e = $e->getPrevious()) {
+        $message = strtok($e->getMessage(), "\n");
+        $parts[] = get_class($e) . ': ' . ($message === false ? '' : $message);
+    }
+
+    return implode(' <- caused by ', $parts);
+}
+
+/** "123 KiB", or "n/a" where VmRSS could not be read. */
+function kib(?int $value): string
+{
+    return $value === null ? 'n/a' : sprintf('%d KiB', $value);
+}
+
+/**
+ * The memory of one variant before its first cycle and after its last (memorySnapshot() pairs), other variants
+ * having run in between: a sanity check only (bench/memory.php is the growth test).
+ */
+function printMemory(string $title, array $before, string $afterLabel, array $after, int $cycles): void
+{
+    printf("\n%s (other variants ran in between):\n", $title);
+    printf("  before its first cycle: memory_get_usage %d B, VmRSS %s\n", $before[0], kib($before[1]));
+    printf("  %s memory_get_usage %d B, VmRSS %s\n", $afterLabel, $after[0], kib($after[1]));
+    printf("  cycles run: %d\n", $cycles);
+}
+
+/** Each note after a blank line, "NOTE: " first; wrapped at $wrap columns when given. */
+function printNotes(array $notes, ?int $wrap = null): void
+{
+    foreach ($notes as $note) {
+        echo "\nNOTE: ", $wrap === null ? $note : wordwrap($note, $wrap, "\n      "), "\n";
+    }
+}

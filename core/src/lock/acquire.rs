@@ -1,0 +1,147 @@
+//! Acquire: take the lock now, or wait for it (natively where the store can, else by polling).
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{refreshed, Lock, Wait};
+use crate::event::{messages, Event, EventSink, Level};
+use crate::metrics::{self, Counter, Timing};
+use crate::refresher;
+use crate::store::{self, Mode, WaitReport};
+use crate::{Error, Result};
+
+impl Lock {
+    /// Takes the lock in `mode`. `Wait::No`: `Ok(false)` when someone else holds it. Otherwise
+    /// waits (natively where the store can) until it is free, or until the deadline (`Ok(false)`).
+    ///
+    /// # Errors
+    /// [`Error::Acquiring`] with the cause when the store fails or the lock expired at once;
+    /// [`Error::Conflict`] when a blocking acquire lost the lock right after taking it.
+    pub fn acquire(&mut self, mode: Mode, wait: Wait, sink: &mut dyn EventSink) -> Result<bool> {
+        let started = Instant::now();
+        let outcome = self.take(mode, wait, sink);
+        metrics::time(Timing::Wait, started.elapsed());
+        match &outcome {
+            Ok(true) => {
+                metrics::count(Counter::Acquired, 1);
+                self.held_since = Some(Instant::now());
+                self.start_refreshing();
+            }
+            Ok(false) if wait == Wait::No => metrics::count(Counter::Conflicts, 1),
+            Ok(false) => metrics::count(Counter::Timeouts, 1),
+            Err(e) if e.is_conflict() => metrics::count(Counter::Conflicts, 1),
+            Err(_) => metrics::count(Counter::StoreErrors, 1),
+        }
+        outcome
+    }
+
+    fn take(&mut self, mode: Mode, wait: Wait, sink: &mut dyn EventSink) -> Result<bool> {
+        let store = Rc::clone(self.store());
+        let key = Arc::clone(&self.key);
+        let mut key = key.lock();
+        self.ticket = None;
+        self.lost = false;
+        self.fence = None;
+        key.adopt_if_inherited();
+        key.reset_lifetime();
+        // A store whose locks expire takes the lock with this lock's TTL in the same call.
+        let expires = store.capabilities().expiring.is_some();
+        let ttl = self.ttl.filter(|_| expires);
+        let mut report = WaitReport::default();
+        let deadline = match wait {
+            Wait::No => None,
+            Wait::Forever => None,
+            Wait::Until(deadline) => Some(deadline),
+        };
+        let saved = match wait {
+            Wait::No => store.save(&mut key, mode, ttl).map(|()| true),
+            Wait::Forever | Wait::Until(_) => {
+                store::wait(store.as_ref(), &mut key, mode, ttl, deadline, &mut report)
+            }
+        };
+        metrics::count(Counter::Wakeups, report.wakeups);
+        metrics::count(Counter::Polls, report.polls);
+        let acquired_message = match mode {
+            Mode::Exclusive => messages::ACQUIRED,
+            Mode::Shared => messages::ACQUIRED_READ,
+        };
+        let outcome = saved.and_then(|taken| {
+            if !taken {
+                return Ok(false);
+            }
+            self.dirty = true;
+            sink.emit(Event::new(Level::Debug, acquired_message));
+            match self.ttl {
+                // Saved with the TTL already: report it as symfony/lock's refresh would.
+                Some(ttl) if expires => sink.emit(refreshed(ttl)),
+                Some(ttl) => self.refresh_key(&mut key, ttl, sink)?,
+                None => {}
+            }
+            if key.is_expired() {
+                self.dirty = false;
+                return Err(store::expired_on_save(store.as_ref(), &mut key));
+            }
+            Ok(true)
+        });
+        match outcome {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                // Only a deadline ends a wait with false.
+                self.dirty = false;
+                sink.emit(Event::new(Level::Info, messages::CONFLICT));
+                Ok(false)
+            }
+            Err(e) if e.is_conflict() => {
+                self.dirty = false;
+                sink.emit(Event::new(Level::Info, messages::CONFLICT));
+                if wait == Wait::No {
+                    Ok(false)
+                } else {
+                    Err(e)
+                }
+            }
+            // A failure inside refresh is already wrapped and logged there.
+            Err(e @ Error::Acquiring { .. }) => Err(e),
+            Err(e) => {
+                let e = Error::Acquiring {
+                    message: format!(
+                        "Failed to acquire the \"{}\" lock on {}.",
+                        key.display_resource(),
+                        store.name()
+                    ),
+                    source: Box::new(e),
+                };
+                sink.emit(Event::new(Level::Notice, messages::ACQUIRE_FAILED).with_error(&e));
+                Err(e)
+            }
+        }
+    }
+
+    fn start_refreshing(&mut self) {
+        let (true, Some(ttl)) = (self.auto_refresh.enabled, self.ttl) else {
+            return;
+        };
+        let Some(extender) = self
+            .store()
+            .capabilities()
+            .expiring
+            .and_then(|store| store.extender())
+        else {
+            return;
+        };
+        let key = self.key.lock();
+        let Some(token) = key.drawn_token() else {
+            return;
+        };
+        let registered = refresher::register(
+            extender,
+            key.resource().to_vec(),
+            token.as_str().to_owned(),
+            ttl,
+            self.auto_refresh.max_hold,
+        );
+        // Without the thread the lock still works; it just is not kept alive.
+        self.ticket = registered.ok();
+    }
+}

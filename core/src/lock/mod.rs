@@ -1,0 +1,226 @@
+//! The rules of a lock, after symfony/lock's `Lock`: acquire (exclusive or shared, blocking or
+//! not; `acquire.rs`), refresh (`refresh.rs`), release, and the release when the lock object dies
+//! (`release.rs`). Store failures are wrapped here, once, into `Acquiring`/`Releasing` errors;
+//! every outcome is reported as an [`Event`] and counted in [`crate::metrics`].
+//!
+//! Deadbolt's differences from symfony/lock, each deliberate:
+//! - waits can have a deadline (monotonic clock) and end in `false`;
+//! - a lock can be kept alive by the background refresher (`crate::refresher`); once that finds
+//!   the lock gone, the lock is "lost" and the next refresh or release says so;
+//! - a lock inherited through `fork()` is inert in the child (never released or refreshed there);
+//!   an acquire in the child adopts the key first, so no store ever sees an inherited key;
+//! - dropping a lock never fails and never logs (it may run during PHP's shutdown);
+//! - releasing trusts the store's delete instead of asking `exists` again (one call, not two).
+
+mod acquire;
+mod refresh;
+mod release;
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::event::{messages, Event, Level};
+use crate::refresher::Ticket;
+use crate::{Error, Key, Result, Store, Ttl};
+
+/// A key shared between a lock and the PHP `Key` object it was made from.
+/// (Stores are `Rc`: PHP runs a request on one thread, and a store may hold a PHP client.)
+pub type SharedKey = Arc<Mutex<Key>>;
+
+/// A store as a lock holds it, by where the store may be called from.
+#[derive(Clone)]
+pub enum StoreRef {
+    /// The store needs nothing from its caller's runtime (a file, this process's memory, a native
+    /// connection): it may be called anywhere, so a lock dropped while held releases itself.
+    Owned(Rc<dyn Store>),
+    /// The store talks through a connection the application lent it (a PHP `\Redis` object),
+    /// which may be called only inside the application's own calls: never from `Drop`. The
+    /// extension releases such locks in PHP's destructor phase and from a shutdown function.
+    Lent(Rc<dyn Store>),
+}
+
+impl StoreRef {
+    /// The store itself.
+    pub fn store(&self) -> &Rc<dyn Store> {
+        match self {
+            StoreRef::Owned(store) | StoreRef::Lent(store) => store,
+        }
+    }
+}
+
+/// How long an acquire may wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Not at all: a held lock answers false at once.
+    No,
+    /// Until the lock is free (symfony/lock's blocking acquire).
+    Forever,
+    /// Until the lock is free or the deadline passes (then false).
+    Until(Instant),
+}
+
+/// Options of the background refresher for one lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AutoRefresh {
+    /// Keep the TTL topped up from a background thread.
+    pub enabled: bool,
+    /// Stop refreshing after this long, letting the lock run out.
+    pub max_hold: Option<Duration>,
+}
+
+/// A lock on one key in one store.
+pub struct Lock {
+    key: SharedKey,
+    store: StoreRef,
+    ttl: Option<Ttl>,
+    auto_release: bool,
+    auto_refresh: AutoRefresh,
+    /// True when this lock may hold the key in the store (symfony/lock's `dirty`): only then is
+    /// the lock released when it dies.
+    dirty: bool,
+    /// When the current hold began, for the hold-time metric.
+    held_since: Option<Instant>,
+    /// The refresher's registration while the lock is held and auto-refreshed.
+    ticket: Option<Ticket>,
+    /// Set once this hold was found lost; stays until the next acquire.
+    lost: bool,
+    /// The fencing token of the current exclusive hold, once drawn: one per hold.
+    fence: Option<u64>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("resource", &self.key.lock().display_resource())
+            .field("store", &self.store().name())
+            .field("ttl", &self.ttl.map(Ttl::as_secs))
+            .field("auto_release", &self.auto_release)
+            .finish()
+    }
+}
+
+impl Lock {
+    /// A lock on `key` in `store`. `ttl` is the lifetime given at each acquire and refresh.
+    pub fn new(key: SharedKey, store: StoreRef, ttl: Option<Ttl>, auto_release: bool) -> Self {
+        Lock {
+            key,
+            store,
+            ttl,
+            auto_release,
+            auto_refresh: AutoRefresh::default(),
+            dirty: false,
+            held_since: None,
+            ticket: None,
+            lost: false,
+            fence: None,
+        }
+    }
+
+    /// Keeps the lock's TTL topped up by the background refresher while it is held.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lock has no TTL, or its store expires locks but cannot
+    /// be reached without PHP (a Redis store over a PHP client object).
+    pub fn with_auto_refresh(mut self, auto_refresh: AutoRefresh) -> Result<Self> {
+        if auto_refresh.enabled {
+            if self.ttl.is_none() {
+                return Err(Error::invalid_argument(
+                    "autoRefresh needs a TTL to keep topped up.",
+                ));
+            }
+            let expiring = self.store().capabilities().expiring;
+            if expiring.is_some_and(|store| store.extender().is_none()) {
+                return Err(Error::invalid_argument(format!(
+                    "autoRefresh needs a store the refresher can reach without PHP (a Redis DSN), not {}.",
+                    self.store().name()
+                )));
+            }
+        }
+        self.auto_refresh = auto_refresh;
+        Ok(self)
+    }
+
+    /// The key this lock is about.
+    pub fn key(&self) -> &SharedKey {
+        &self.key
+    }
+
+    /// The store this lock uses.
+    pub fn store(&self) -> &Rc<dyn Store> {
+        self.store.store()
+    }
+
+    /// How this lock holds its store.
+    pub fn store_ref(&self) -> &StoreRef {
+        &self.store
+    }
+
+    /// Whether this lock holds its key (asks the store).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store fails.
+    pub fn is_acquired(&mut self) -> Result<bool> {
+        let key = self.key.lock();
+        let held = !key.is_inherited() && self.store().exists(&key)?;
+        self.dirty = held;
+        Ok(held)
+    }
+
+    /// True once the background refresher found this lock gone: no network call.
+    pub fn is_lost(&self) -> bool {
+        self.lost || self.ticket.as_ref().is_some_and(Ticket::is_lost)
+    }
+
+    /// The fencing token of the current exclusive hold (`None` when not held exclusively, or
+    /// when the store draws none), drawn from the store on first request and kept for the hold.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store fails to draw one.
+    pub fn fencing_token(&mut self) -> Result<Option<u64>> {
+        if !self.dirty {
+            return Ok(None);
+        }
+        if self.fence.is_none() {
+            let mut key = self.key.lock();
+            let Some(fencing) = self.store.store().capabilities().fencing else {
+                return Ok(None);
+            };
+            if key.is_inherited() {
+                return Ok(None);
+            }
+            self.fence = fencing.draw_fencing_token(&mut key)?;
+        }
+        Ok(self.fence)
+    }
+
+    /// True once the key's lifetime has passed.
+    pub fn is_expired(&self) -> bool {
+        self.key.lock().is_expired()
+    }
+
+    /// Seconds left (negative once past), `None` without expiry.
+    pub fn remaining_lifetime(&self) -> Option<f64> {
+        self.key.lock().remaining_lifetime()
+    }
+}
+
+impl Drop for Lock {
+    /// The last line of defence (after a fatal error PHP runs no destructors): only for stores
+    /// it owns. Locks on lent connections were released in PHP's destructor phase.
+    fn drop(&mut self) {
+        if let StoreRef::Owned(_) = self.store {
+            self.release_on_death();
+        }
+        self.ticket = None;
+    }
+}
+
+/// The log event of a successful extension, symfony/lock's "Expiration defined" message.
+fn refreshed(ttl: Ttl) -> Event<'static> {
+    let mut event = Event::new(Level::Debug, messages::REFRESHED);
+    event.ttl = Some(ttl.as_secs());
+    event
+}

@@ -1,0 +1,86 @@
+//! Refresh: extend the lock's TTL (by hand; the background refresher is `crate::refresher`).
+
+use std::sync::Arc;
+
+use super::{refreshed, Lock};
+use crate::event::{messages, Event, EventSink, Level};
+use crate::metrics::{self, Counter};
+use crate::{Error, Key, Result, Ttl};
+
+impl Lock {
+    /// Extends the lock by `ttl`, or by the lock's own TTL when `None`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when no TTL is known; [`Error::Expired`] when the refresher
+    /// found the lock lost; [`Error::Conflict`] when this lock no longer holds the key;
+    /// [`Error::Acquiring`] with the cause when the store fails.
+    pub fn refresh(&mut self, ttl: Option<Ttl>, sink: &mut dyn EventSink) -> Result<()> {
+        let Some(ttl) = ttl.or(self.ttl) else {
+            return Err(Error::invalid_argument(
+                "You have to define an expiration duration.",
+            ));
+        };
+        let key = Arc::clone(&self.key);
+        let mut key = key.lock();
+        if self.is_lost() {
+            self.lost = true;
+            return Err(self.lost_error(&key));
+        }
+        let result = self.refresh_key(&mut key, ttl, sink);
+        match &result {
+            Ok(()) => metrics::count(Counter::RefreshOk, 1),
+            Err(_) => metrics::count(Counter::RefreshFailed, 1),
+        }
+        result
+    }
+
+    pub(super) fn refresh_key(
+        &mut self,
+        key: &mut Key,
+        ttl: Ttl,
+        sink: &mut dyn EventSink,
+    ) -> Result<()> {
+        let result = if key.is_inherited() {
+            // The parent's ownership does not pass to a forked child.
+            Err(Error::not_held(key.display_resource(), self.store().name()))
+        } else {
+            key.reset_lifetime();
+            self.store().put_off_expiration(key, ttl)
+        };
+        let result = result.and_then(|()| {
+            self.dirty = true;
+            if key.is_expired() {
+                return Err(Error::Expired {
+                    message: format!(
+                        "Failed to put off the expiration of the \"{}\" lock within the specified time.",
+                        key.display_resource()
+                    ),
+                });
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => {
+                sink.emit(refreshed(ttl));
+                Ok(())
+            }
+            Err(e) if e.is_conflict() => {
+                self.dirty = false;
+                sink.emit(Event::new(Level::Notice, messages::REFRESH_CONFLICT));
+                Err(e)
+            }
+            Err(e) => {
+                let e = Error::Acquiring {
+                    message: format!(
+                        "Failed to define an expiration for the \"{}\" lock on {}.",
+                        key.display_resource(),
+                        self.store().name()
+                    ),
+                    source: Box::new(e),
+                };
+                sink.emit(Event::new(Level::Notice, messages::REFRESH_FAILED).with_error(&e));
+                Err(e)
+            }
+        }
+    }
+}

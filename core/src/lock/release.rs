@@ -1,0 +1,95 @@
+//! Release: by hand (errors reported), and when the lock object dies while held (silent).
+
+use std::sync::Arc;
+
+use super::Lock;
+use crate::event::{messages, Event, EventSink, Level};
+use crate::metrics::{self, Counter, Timing};
+use crate::{Error, Key, Result};
+
+impl Lock {
+    /// Releases the lock; does nothing when it is not held (or was inherited through fork()).
+    ///
+    /// # Errors
+    /// [`Error::Expired`] when the refresher found the lock lost (it is not held any more);
+    /// [`Error::Releasing`] with the cause when the store fails.
+    pub fn release(&mut self, sink: &mut dyn EventSink) -> Result<()> {
+        let key = Arc::clone(&self.key);
+        let mut key = key.lock();
+        if key.is_inherited() {
+            self.dirty = false;
+            return Ok(());
+        }
+        self.lost = self.is_lost();
+        self.ticket = None;
+        self.fence = None;
+        if self.lost {
+            // Nothing to release: the hold ended when the lock was lost, not here.
+            self.dirty = false;
+            self.held_since = None;
+            return Err(self.lost_error(&key));
+        }
+        match self.store().delete(&mut key) {
+            Ok(()) => {
+                self.dirty = false;
+                self.end_hold();
+                sink.emit(Event::new(Level::Debug, messages::RELEASED));
+                Ok(())
+            }
+            Err(e) => {
+                metrics::count(Counter::StoreErrors, 1);
+                let e = Error::Releasing {
+                    message: format!(
+                        "Failed to release the \"{}\" lock on {}.",
+                        key.display_resource(),
+                        self.store().name()
+                    ),
+                    source: Box::new(e),
+                };
+                sink.emit(Event::new(Level::Notice, messages::RELEASE_FAILED).with_error(&e));
+                Err(e)
+            }
+        }
+    }
+
+    fn end_hold(&mut self) {
+        if let Some(since) = self.held_since.take() {
+            metrics::count(Counter::Released, 1);
+            metrics::time(Timing::Hold, since.elapsed());
+        }
+    }
+
+    pub(super) fn lost_error(&self, key: &Key) -> Error {
+        Error::Expired {
+            message: format!(
+                "The \"{}\" lock was lost: the refresher found it gone from {} (expired or taken).",
+                key.display_resource(),
+                self.store().name()
+            ),
+        }
+    }
+
+    /// The release of a lock that dies while held (symfony/lock's destructor), silent: it may run
+    /// during PHP's shutdown, where neither an exception nor a log call is possible. Does nothing
+    /// when auto-release is off, when the lock is not held, or when it was inherited through fork().
+    pub fn release_on_death(&mut self) {
+        self.ticket = None;
+        self.fence = None;
+        if !self.auto_release || !self.dirty {
+            return;
+        }
+        let Some(mut key) = self.key.try_lock() else {
+            // Never the case in single-threaded PHP; waiting here could only deadlock.
+            return;
+        };
+        if key.is_inherited() {
+            return;
+        }
+        // delete() is owner-checked, so no exists() round trip first. Nothing can report a
+        // failure from here; the store's expiry is the fallback.
+        let _ = self.store().delete(&mut key);
+        drop(key);
+        self.dirty = false;
+        self.end_hold();
+    }
+}

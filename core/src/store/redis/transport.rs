@@ -1,0 +1,158 @@
+//! What the Redis store needs from a connection: run a lock script, and wait on a list (BLPOP).
+//! The native connection (`native.rs`) implements it here; the extension implements it over PHP's
+//! `\Redis`, `\RedisCluster` and Predis objects, so an app can lend the connection it already has.
+
+use std::time::Duration;
+
+use crate::store::redis::protocol::{Signal, NOT_A_LOCK};
+use crate::store::redis::scripts::LockScript;
+
+/// Why a script or a wait did not run, classified once by the transport that saw it (from the
+/// client library's error kinds where it has them, from the reply text where it has not), so the
+/// store never parses messages. Messages are safe to show: endpoints only, never credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunError {
+    kind: RunErrorKind,
+    message: String,
+}
+
+/// The kinds of [`RunError`] the store acts on differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunErrorKind {
+    /// The server could not be reached or the connection broke (refused, reset, timed out).
+    Connection,
+    /// The server is still loading its data after a restart (`LOADING`): a wait tries again.
+    Loading,
+    /// The server does not know the script (`NOSCRIPT`): the transport loads it and retries.
+    NoScript,
+    /// The key holds something other than a lock (the scripts' [`NOT_A_LOCK`] error); the message
+    /// says what it holds.
+    NotALock,
+    /// Any other error reply (wrong password, missing permission, script error).
+    Server,
+}
+
+impl RunError {
+    /// An error of `kind` described by `message`.
+    pub fn new(kind: RunErrorKind, message: impl Into<String>) -> Self {
+        RunError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A server error reply by its text, as PHP clients hand it over: the kind is read from the
+    /// reply's code (`LOADING`, `NOSCRIPT`, the scripts' own), `context` goes in front.
+    pub fn from_reply(context: &str, reply: &str) -> Self {
+        let code = reply.split_whitespace().next().unwrap_or_default();
+        let kind = match code {
+            "LOADING" => RunErrorKind::Loading,
+            "NOSCRIPT" => RunErrorKind::NoScript,
+            _ if reply.contains(NOT_A_LOCK) => RunErrorKind::NotALock,
+            _ => RunErrorKind::Server,
+        };
+        RunError::new(kind, format!("{context}{reply}"))
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> RunErrorKind {
+        self.kind
+    }
+
+    /// For [`RunErrorKind::NotALock`]: what the key holds instead, from the script's message.
+    pub fn not_a_lock_detail(&self) -> Option<&str> {
+        if self.kind != RunErrorKind::NotALock {
+            return None;
+        }
+        let (_, what) = self.message.split_once(NOT_A_LOCK)?;
+        Some(what.trim_matches(|c: char| c == ':' || c == '"' || c.is_whitespace()))
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// A script's reply and the signal its waiter read from its grant list, if one came.
+pub type RanThenWaited = (i64, Option<Signal>);
+
+/// Runs lock scripts against one Redis endpoint.
+pub trait Transport {
+    /// The endpoint for messages, e.g. `redis://10.0.0.5:6379/0` or `\Redis(10.0.0.5:6379)`.
+    fn name(&self) -> &str;
+
+    /// Runs `script` with `KEYS = keys` and `ARGV = args`; returns its integer reply.
+    ///
+    /// # Errors
+    /// [`RunError`] when the script could not run or the server answered with an error.
+    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError>;
+
+    /// Waits up to `timeout` for a signal on the list `list` (BLPOP).
+    ///
+    /// # Errors
+    /// [`RunError`] when the server cannot be reached.
+    fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError>;
+
+    /// Runs `script`, then waits up to `timeout` for a signal on `list`. The script pushes a
+    /// signal of its own when there is nothing to wait for (the protocol's `taken` and `soon`),
+    /// so the wait then ends at once. This default takes two round trips; a transport that can
+    /// pipeline sends both in one.
+    ///
+    /// # Errors
+    /// [`RunError`] when the script could not run or the server cannot be reached.
+    fn run_then_wait(
+        &self,
+        script: &LockScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        list: &[u8],
+        timeout: Duration,
+    ) -> Result<RanThenWaited, RunError> {
+        let reply = self.run(script, keys, args)?;
+        Ok((reply, self.wait_signal(list, timeout)?))
+    }
+
+    /// A warning noticed while connecting (an eviction policy that can drop locks), once.
+    fn take_warning(&self) -> Option<String> {
+        None
+    }
+
+    /// A connection of its own to the same server for the background refresher, which must never
+    /// wait behind a blocked wait of the PHP thread; `None` when this transport can only be used
+    /// from PHP's thread (a PHP client object).
+    fn for_background(&self) -> Option<Box<dyn Transport + Send + Sync>> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_classified_by_their_code() {
+        let loading = RunError::from_reply("", "LOADING Redis is loading the dataset in memory");
+        assert_eq!(loading.kind(), RunErrorKind::Loading);
+        assert_eq!(
+            RunError::from_reply("x: ", "NOSCRIPT No matching script").kind(),
+            RunErrorKind::NoScript
+        );
+        let wrong = RunError::from_reply(
+            "Redis through \\Redis: ",
+            "DEADBOLT_WRONGTYPE the key holds a hash, not a lock",
+        );
+        assert_eq!(wrong.kind(), RunErrorKind::NotALock);
+        assert_eq!(
+            wrong.not_a_lock_detail(),
+            Some("the key holds a hash, not a lock")
+        );
+        assert_eq!(
+            RunError::from_reply("", "NOPERM no permission").kind(),
+            RunErrorKind::Server
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! The one wait loop of the Redis store (`protocol.rs` describes the protocol). Each round is an
+//! attempt and a wait for a signal on the waiter's grant list, in one round trip where the
+//! transport pipelines them: a release anywhere hands the lock over to the longest waiter and
+//! signals its list, so the woken waiter needs no further round trip. Without a signal the waiter
+//! tries again when the holder's TTL runs out, and at least every [`SIGNAL_POLL_CAP`] (a holder
+//! that does not hand over, such as symfony/lock, or a lock that expired).
+
+use std::time::{Duration, Instant};
+
+use super::protocol::{Signal, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
+use super::scripts::LEAVE;
+use super::transport::Transport;
+use super::{is_loading, keys, ttl_millis, RedisStore};
+use crate::store::{BlockingStore, Mode, WaitReport};
+use crate::{Error, Key, Result, Ttl};
+
+/// The keys a waiting caller names besides the resource, in the protocol's order (QUEUE, WAITERS,
+/// HANDOVERS, GRANT), and when its wait began.
+struct WaitKeys {
+    queue: Vec<u8>,
+    waiters: Vec<u8>,
+    handovers: Vec<u8>,
+    grant: Vec<u8>,
+    since: Instant,
+}
+
+impl WaitKeys {
+    fn new(resource: &[u8], token: &str) -> Self {
+        let queue = keys::queue(resource);
+        WaitKeys {
+            grant: keys::grant_list(&queue, token),
+            queue,
+            waiters: keys::waiters(resource),
+            handovers: keys::handovers(resource),
+            since: Instant::now(),
+        }
+    }
+
+    /// The protocol's OVERDUE: "1" once the wait has lasted long enough that an unread hand-over
+    /// may be what holds it up (then the attempt takes such hand-overs back).
+    fn overdue(&self) -> &'static [u8] {
+        if self.since.elapsed() > TAKE_BACK_AFTER {
+            b"1"
+        } else {
+            b""
+        }
+    }
+
+    fn all(&self) -> [&[u8]; 4] {
+        [&self.queue, &self.waiters, &self.handovers, &self.grant]
+    }
+}
+
+/// How one round went.
+enum Round {
+    /// The lock is ours: taken by the attempt, or handed over (`true`) by a release.
+    Got { handed_over: bool },
+    /// Held, with the holder's remaining time when the server told it.
+    Held(Option<Duration>),
+    /// Held by a holder whose time runs out before the round's wait would have ended: wait only
+    /// that long (its remaining time) before trying again.
+    Soon(Option<Duration>),
+}
+
+impl<T: Transport> RedisStore<T> {
+    /// One attempt and a wait of up to `pause` for a hand-over.
+    fn round(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Ttl,
+        queue: &WaitKeys,
+        pause: Duration,
+    ) -> Result<Round> {
+        let asked = Instant::now();
+        let script = Self::prepare(key, mode, ttl);
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let pause_ms = pause.as_millis().to_string();
+        let args = [
+            ttl_ms.as_bytes(),
+            WAITING,
+            pause_ms.as_bytes(),
+            queue.overdue(),
+        ];
+        let (reply, signal) = self.call(key, &queue.all(), &args, |keys, argv| {
+            self.transport
+                .run_then_wait(script, keys, argv, &queue.grant, pause)
+        })?;
+        let refused = Self::refusal(reply);
+        match (refused, signal) {
+            (Some(_), Some(Signal::Granted)) => self.accept_hand_over(key, ttl, asked),
+            (Some(left), Some(Signal::Soon)) => Ok(Round::Soon(left)),
+            (Some(left), _) => Ok(Round::Held(left)),
+            (None, _) => {
+                self.check_not_expired(key)?;
+                Ok(Round::Got { handed_over: false })
+            }
+        }
+    }
+
+    /// Waits up to `pause` for a hand-over signal on a waiter's grant list.
+    fn wait_for_signal(&self, grant: &[u8], pause: Duration) -> Result<Option<Signal>> {
+        self.transport
+            .wait_signal(grant, pause.max(Duration::from_millis(1)))
+            .map_err(|e| {
+                Error::storage(
+                    format!("Waiting for the lock in {} failed: {e}", self.name),
+                    e,
+                )
+            })
+    }
+
+    /// A release handed the lock over to this waiter: it holds it with `ttl` since some moment
+    /// after `asked` (when it started to wait for the signal), so its lifetime counts from there.
+    fn accept_hand_over(&self, key: &mut Key, ttl: Ttl, asked: Instant) -> Result<Round> {
+        key.reset_lifetime();
+        key.reduce_lifetime_from(asked, ttl);
+        self.check_not_expired(key)?;
+        Ok(Round::Got { handed_over: true })
+    }
+
+    /// Past the deadline: one last attempt, then leave the queue (releasing the lock should a
+    /// release have handed it over meanwhile; should this fail, the entry expires within the
+    /// protocol's ALIVE_FOR). A server still loading its data refuses it too.
+    fn last_attempt(&self, key: &mut Key, mode: Mode, ttl: Ttl, queue: &WaitKeys) -> Result<bool> {
+        let script = Self::prepare(key, mode, ttl);
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let args = [ttl_ms.as_bytes(), WAITING, b"", queue.overdue()];
+        match self.run(script, key, &queue.all(), &args) {
+            Ok(reply) if Self::refusal(reply).is_none() => {
+                self.check_not_expired(key)?;
+                return Ok(true);
+            }
+            Err(e) if !is_loading(&e) => return Err(e),
+            _ => {}
+        }
+        let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+        Ok(false)
+    }
+}
+
+impl<T: Transport> BlockingStore for RedisStore<T> {
+    fn wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
+        let ttl = ttl.unwrap_or(self.initial_ttl);
+        let queue = WaitKeys::new(key.resource(), key.token()?.as_str());
+        // The holder's remaining time, as the last refusal told it.
+        let mut hint = None::<Duration>;
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                return self.last_attempt(key, mode, ttl, &queue);
+            }
+            let pause = [Some(SIGNAL_POLL_CAP), hint, left]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(SIGNAL_POLL_CAP)
+                .max(Duration::from_millis(1));
+            let round = match self.round(key, mode, ttl, &queue, pause) {
+                // Redis restarted and is loading its data: the lock may well be held there; wait
+                // as for a holder that does not hand over, and ask again.
+                Err(e) if is_loading(&e) => {
+                    std::thread::sleep(pause);
+                    report.polls += 1;
+                    continue;
+                }
+                other => other?,
+            };
+            match round {
+                Round::Got { handed_over } => {
+                    report.wakeups += u64::from(handed_over);
+                    return Ok(true);
+                }
+                Round::Held(holder_left) => {
+                    report.polls += 1;
+                    hint = holder_left;
+                }
+                Round::Soon(holder_left) => {
+                    // The holder expires before the pause would have ended: wait that long only.
+                    let asked = Instant::now();
+                    let pause = holder_left.unwrap_or(pause).min(pause);
+                    if self.wait_for_signal(&queue.grant, pause)? == Some(Signal::Granted) {
+                        report.wakeups += 1;
+                        self.accept_hand_over(key, ttl, asked)?;
+                        return Ok(true);
+                    }
+                    report.polls += 1;
+                    hint = None;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Every change Deadbolt makes to the Zend engine's own state, in one place: the destructor hook of
+//! a class, the class's serializable flag, an exception set aside while a destructor calls into
+//! PHP, an exception a client just threw, and a shutdown callback. Each guard puts the engine's
+//! state back in its `Drop`, so no early return can leave it changed.
+
+use std::sync::OnceLock;
+
+use ext_php_rs::boxed::ZBox;
+use ext_php_rs::class::RegisteredClass;
+use ext_php_rs::flags::ClassFlags;
+use ext_php_rs::types::{ZendObject, Zval};
+use ext_php_rs::zend::{ExecuteData, ExecutorGlobals};
+
+/// Clears the engine's "not serializable" flag on a class, so that `serialize()` reaches its
+/// `__serialize`. ext-php-rs marks every Rust-backed class not serializable, and PHP then throws a
+/// generic `Exception` before looking at the class; the classes are registered after the
+/// extension's MINIT hook, so this runs at RINIT (a no-op after the first time).
+pub fn let_serialize_reach<T: RegisteredClass>() {
+    let ce = T::get_metadata().ce();
+    let not_serializable = ClassFlags::NotSerializable.bits();
+    if ce.ce_flags & not_serializable != 0 {
+        let ce = std::ptr::from_ref(ce).cast_mut();
+        // SAFETY: the class entry is PHP's and lives for the whole process; PHP is between requests
+        // or at the start of one, so no code reads the flags while this one bit changes.
+        unsafe { (*ce).ce_flags &= !not_serializable };
+    }
+}
+
+/// The engine's own destructor of objects (`zend_objects_destroy_object`), run after a hook's.
+static STANDARD_DESTRUCTOR: OnceLock<unsafe extern "C" fn(*mut ZendObject)> = OnceLock::new();
+
+/// Runs `hook` when PHP destroys an object of class `T` (its `dtor_obj` handler), before the
+/// engine's own destructor. A handler rather than a `__destruct` method: PHP also destroys the
+/// placeholder object of a failed `clone`, which has no Rust state, and a method cannot be called
+/// on it. Call once per process, at the first request startup, before any such object exists.
+pub fn hook_destructor<T: RegisteredClass>(hook: unsafe extern "C" fn(*mut ZendObject)) {
+    let handlers = std::ptr::from_ref(T::get_metadata().handlers()).cast_mut();
+    // SAFETY: the handler table is ext-php-rs' static for this class, alive for the whole
+    // process; this runs on PHP's thread before any object of the class exists, and only swaps
+    // one function pointer.
+    unsafe {
+        if let Some(standard) = (*handlers).dtor_obj {
+            let _ = STANDARD_DESTRUCTOR.set(standard);
+        }
+        (*handlers).dtor_obj = Some(hook);
+    }
+}
+
+/// What a destructor hook calls last: the engine's own destructor.
+///
+/// # Safety
+/// `object` is the live object PHP handed the hook.
+pub unsafe fn standard_destructor(object: *mut ZendObject) {
+    if let Some(standard) = STANDARD_DESTRUCTOR.get() {
+        // SAFETY: the engine's destructor, called as the engine would have called it.
+        unsafe { standard(object) };
+    }
+}
+
+/// An exception in flight set aside while a destructor calls into PHP (the object dies while an
+/// exception unwinds), put back untouched, with its frame's position, when the guard drops.
+/// `None` when no PHP frame is running (end of script): nothing may be called into then.
+pub struct ParkedException {
+    exception: *mut ZendObject,
+    opline: *const ext_php_rs::ffi::zend_op,
+    before: *const ext_php_rs::ffi::zend_op,
+}
+
+impl ParkedException {
+    pub fn park() -> Option<ParkedException> {
+        let mut globals = ExecutorGlobals::get_mut();
+        // SAFETY: the engine's current frame, which lives while the destructor runs.
+        let frame = unsafe { globals.current_execute_data.as_mut() }?;
+        let parked = ParkedException {
+            exception: globals.exception,
+            opline: frame.opline,
+            before: globals.opline_before_exception,
+        };
+        globals.exception = std::ptr::null_mut();
+        Some(parked)
+    }
+}
+
+impl Drop for ParkedException {
+    fn drop(&mut self) {
+        if self.exception.is_null() {
+            return;
+        }
+        let mut globals = ExecutorGlobals::get_mut();
+        globals.exception = self.exception;
+        globals.opline_before_exception = self.before;
+        // SAFETY: the same frame as at parking: the destructor has not returned to it yet.
+        if let Some(frame) = unsafe { globals.current_execute_data.as_mut() } {
+            frame.opline = self.opline;
+        }
+    }
+}
+
+/// Takes the exception a client just threw, as `zend_clear_exception()` would: when the call came
+/// from user code (a Lock dying in `unset()`), PHP has already pointed that frame at its exception
+/// handler, and it must resume where it was or it unwinds with no exception at all.
+pub fn take_pending_exception() -> Option<ZBox<ZendObject>> {
+    let exception = ExecutorGlobals::take_exception()?;
+    let globals = ExecutorGlobals::get_mut();
+    // SAFETY: the frame pointer is the engine's current one (or null); user frames have `op_array`
+    // as their function, and `opline_before_exception` is where the engine left that frame.
+    unsafe {
+        if let Some(frame) = globals.current_execute_data.as_mut() {
+            if is_user_code(frame) {
+                frame.opline = globals.opline_before_exception;
+            }
+        }
+    }
+    Some(exception)
+}
+
+/// `ZEND_USER_FUNCTION` from zend_compile.h.
+const ZEND_USER_FUNCTION: u32 = 2;
+
+/// Whether `frame` runs PHP code (not an internal function).
+///
+/// # Safety
+/// `frame` is a live frame of the engine.
+unsafe fn is_user_code(frame: &ExecuteData) -> bool {
+    // SAFETY: a live frame's function pointer is valid or null.
+    unsafe { frame.func.as_ref() }.is_some_and(|func| u32::from(func.type_) == ZEND_USER_FUNCTION)
+}
+
+/// Registers `callback` (an invokable object) with `register_shutdown_function()`: it then runs
+/// at the end of the request inside a PHP frame, where calls into PHP clients are allowed.
+pub fn register_shutdown(callback: Zval) -> bool {
+    ext_php_rs::types::ZendCallable::try_from_name("register_shutdown_function")
+        .and_then(|register| register.try_call(vec![&callback]))
+        .is_ok()
+}
