@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use fs4::{FileExt, TryLockError};
 
 use crate::store::flock_path::push_lock_file_name;
-use crate::store::{BlockingStore, Capabilities, FencingStore, Mode, Store, WaitReport};
+use crate::store::{poll, BlockingStore, Capabilities, FencingStore, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 
 /// Mode of a lock file: any user who can reach the directory may lock it (symfony/lock does the same).
@@ -122,21 +122,14 @@ impl FlockStore {
         deadline: Instant,
         report: &mut WaitReport,
     ) -> Result<bool> {
-        let mut pause = WAIT_BACKOFF_START;
-        loop {
-            match self.lock(key, mode, false) {
-                Ok(()) => return Ok(true),
-                Err(e) if e.is_conflict() => {}
-                Err(e) => return Err(e),
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            std::thread::sleep(pause.min(left));
-            report.polls += 1;
+        let mut pause = WAIT_BACKOFF_START / 2;
+        let backoff = || {
             pause = (pause * 2).min(WAIT_BACKOFF_MAX);
-        }
+            pause
+        };
+        poll(Some(deadline), report, backoff, || {
+            self.lock(key, mode, false)
+        })
     }
 
     /// Opens (creating with mode 0666 when missing) the key's lock file.

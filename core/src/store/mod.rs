@@ -139,7 +139,9 @@ pub fn wait(
 ) -> Result<bool> {
     match store.capabilities().blocking {
         Some(blocking) => blocking.wait(key, mode, ttl, deadline, report),
-        None => poll(deadline, report, || store.save(key, mode, ttl)),
+        None => poll(deadline, report, poll_interval, || {
+            store.save(key, mode, ttl)
+        }),
     }
 }
 
@@ -166,11 +168,13 @@ pub trait Extender: Send + Sync {
     fn extend(&self, resource: &[u8], token: &str, ttl: Ttl) -> Result<bool>;
 }
 
-/// Retries `save` until it stops conflicting or `deadline` passes, sleeping 90-110 ms between
-/// attempts (never past the deadline).
-fn poll(
+/// The one polling loop: retries `save` until it stops conflicting or `deadline` passes, sleeping
+/// `next_pause()` between attempts (never past the deadline). Stores that cannot be woken poll
+/// this way: 90-110 ms apart ([`poll_interval`], as symfony/lock), or on a schedule of their own.
+pub(crate) fn poll(
     deadline: Option<Instant>,
     report: &mut WaitReport,
+    mut next_pause: impl FnMut() -> Duration,
     mut save: impl FnMut() -> Result<()>,
 ) -> Result<bool> {
     loop {
@@ -179,7 +183,7 @@ fn poll(
             Err(e) if e.is_conflict() => {}
             Err(e) => return Err(e),
         }
-        let mut pause = poll_interval();
+        let mut pause = next_pause();
         if let Some(deadline) = deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
