@@ -96,9 +96,12 @@ impl<T> PerProcess<T> {
             .current
             .compare_exchange(seen, fresh, Ordering::AcqRel, Ordering::Acquire)
         {
-            // The inherited value (if any) is leaked: it belongs to the parent.
-            // SAFETY: `fresh` is the box just installed, alive until `drop`.
-            Ok(_) => unsafe { &(*fresh).value },
+            Ok(_) => {
+                // The inherited value (if any) is kept, untouched: it belongs to the parent.
+                keep_forever(seen.cast());
+                // SAFETY: `fresh` is the box just installed, alive until `drop`.
+                unsafe { &(*fresh).value }
+            }
             Err(winner) => {
                 // Another thread of this process installed one first (only threads of this
                 // process can, so it is this epoch's): ours was never shared.
@@ -124,7 +127,41 @@ impl<T> Drop for PerProcess<T> {
         if let Some(value) = unsafe { owned.as_ref() } {
             if value.epoch == epoch() {
                 drop(unsafe { Box::from_raw(owned) });
+            } else {
+                keep_forever(owned.cast());
             }
+        }
+    }
+}
+
+/// One inherited allocation kept for the life of the process.
+struct Kept {
+    /// Only held, never read: holding it is the point.
+    #[allow(dead_code)]
+    allocation: *mut (),
+    next: *mut Kept,
+}
+
+/// Inherited values, never dropped, and kept reachable (a memory checker would otherwise report
+/// each as lost in every forked child): a push-only list, lock-free like the cells themselves.
+static KEPT: AtomicPtr<Kept> = AtomicPtr::new(ptr::null_mut());
+
+/// Keeps `allocation` (a value from another epoch, or null) without ever freeing or using it.
+fn keep_forever(allocation: *mut ()) {
+    if allocation.is_null() {
+        return;
+    }
+    let node = Box::into_raw(Box::new(Kept {
+        allocation,
+        next: ptr::null_mut(),
+    }));
+    let mut head = KEPT.load(Ordering::Acquire);
+    loop {
+        // SAFETY: `node` is ours until it is published by the exchange below.
+        unsafe { (*node).next = head };
+        match KEPT.compare_exchange_weak(head, node, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(now) => head = now,
         }
     }
 }

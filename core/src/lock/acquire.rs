@@ -49,16 +49,17 @@ impl Lock {
         let expires = store.capabilities().expiring.is_some();
         let ttl = self.ttl.filter(|_| expires);
         let mut report = WaitReport::default();
-        let deadline = match wait {
-            Wait::No => None,
-            Wait::Forever => None,
-            Wait::Until(deadline) => Some(deadline),
-        };
         let saved = match wait {
             Wait::No => store.save(&mut key, mode, ttl).map(|()| true),
-            Wait::Forever | Wait::Until(_) => {
-                store::wait(store.as_ref(), &mut key, mode, ttl, deadline, &mut report)
-            }
+            Wait::Forever => store::wait(store.as_ref(), &mut key, mode, ttl, None, &mut report),
+            Wait::Until(deadline) => store::wait(
+                store.as_ref(),
+                &mut key,
+                mode,
+                ttl,
+                Some(deadline),
+                &mut report,
+            ),
         };
         metrics::count(Counter::Wakeups, report.wakeups);
         metrics::count(Counter::Polls, report.polls);
