@@ -64,6 +64,29 @@ final class FencingTest extends FeatureTestCase
         $this->assertNull($lock->getFencingToken());
     }
 
+    /**
+     * A lock inherited through fork() is inert in the child: it has no token, not even the one its parent drew.
+     *
+     * @dataProvider allKinds
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
+    public function testAnInheritedLockHasNoTokenInTheChild(string $kind): void
+    {
+        $factory = self::factoryFor($kind, $this->placeFor($kind));
+        $lock = $factory->createLock(uniqid(__METHOD__, true), 60.0);
+        $this->assertTrue($lock->acquire());
+        $token = $lock->getFencingToken();
+        $this->assertIsInt($token);
+
+        $child = $this->fork(static function (Channel $parent) use ($lock): void {
+            $parent->send(var_export($lock->getFencingToken(), true));
+        });
+        $this->assertSame('NULL', $child->receive(), 'the child sees no token');
+        $child->wait();
+        $this->assertSame($token, $lock->getFencingToken(), 'the parent keeps its own');
+        $lock->release();
+    }
+
     public function testInMemoryTokensIncreaseInOneProcess(): void
     {
         $factory = new LockFactory(new InMemoryStore());

@@ -180,17 +180,15 @@ impl Lock {
     /// # Errors
     /// [`Error::Storage`] when the store fails to draw one.
     pub fn fencing_token(&mut self) -> Result<Option<u64>> {
-        if !self.dirty {
+        let mut key = self.key.lock();
+        // A lock inherited through fork() is inert: not even the token its parent drew.
+        if !self.dirty || key.is_inherited() {
             return Ok(None);
         }
         if self.fence.is_none() {
-            let mut key = self.key.lock();
             let Some(fencing) = self.store.store().capabilities().fencing else {
                 return Ok(None);
             };
-            if key.is_inherited() {
-                return Ok(None);
-            }
             self.fence = fencing.draw_fencing_token(&mut key)?;
         }
         Ok(self.fence)
