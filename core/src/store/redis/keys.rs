@@ -8,7 +8,9 @@
 //!   ones;
 //! - `deadbolt:waiters:{r}:TOKEN`, a waiter's grant list (the queue's name, then the token).
 //!
-//! The last three vanish [`super::protocol::ALIVE_FOR`] after the last waiter last asked.
+//! The queue, the details and the hand-over records vanish [`super::protocol::ALIVE_FOR`] after the
+//! last waiter last asked; a grant list nobody reads lives up to
+//! [`super::protocol::GRANT_LIST_LIFETIME`].
 
 use super::protocol::GRANT_SEPARATOR;
 

@@ -1,4 +1,4 @@
--- Shared head of every Deadbolt lock script (symfony/lock's Redis data model, SYMFONY-COMPAT.md 4),
+-- Shared head of every Deadbolt lock script (symfony/lock's Redis data model, docs/API-CONTRACT.md),
 -- after the header generated from protocol.rs, which names KEYS and ARGV (key, token, QUEUE, ...)
 -- and holds the protocol's constants and signals.
 -- Every redis.call costs server time inside one round trip, so each script calls only what its

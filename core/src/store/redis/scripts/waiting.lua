@@ -23,6 +23,7 @@ local function held(mode, now)
         redis.call("PEXPIRE", HANDOVERS, ALIVE_MS)
         if pause and left < pause then
             redis.call("LPUSH", GRANT, SIGNAL_SOON)
+            redis.call("PEXPIRE", GRANT, GRANT_LIST_MS)
         end
     end
     return -left
@@ -74,7 +75,9 @@ local function taken()
         redis.call("HDEL", HANDOVERS, token)
         redis.call("DEL", GRANT)
         if pause then
+            -- Read at once by the wait behind this script; the expiry covers a waiter killed first.
             redis.call("LPUSH", GRANT, SIGNAL_TAKEN)
+            redis.call("PEXPIRE", GRANT, GRANT_LIST_MS)
         end
     end
     return 1
