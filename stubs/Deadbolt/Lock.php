@@ -219,8 +219,9 @@ final class Lock
      *     ->execute([$body, $token, $id, $token]);
      * ```
      *
-     * Redis: drawn inside the acquire script (key "deadbolt:fence:{resource}", never expires). flock: a counter in the
-     * lock file, drawn on the first call of a hold. In-memory: a counter of the store.
+     * Drawn on the first call of a hold, under the lock, and the same for the rest of the hold. Redis: a counter
+     * under the key "deadbolt:fence:{resource}" (never expires). flock: a counter in the lock file. In-memory: a
+     * counter of the store.
      *
      * @return int|null null when the lock is not held exclusively (not acquired, released, or a read lock)
      *

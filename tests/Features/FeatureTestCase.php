@@ -14,7 +14,7 @@ use Deadbolt\Tests\Support\SharedRedis;
 
 /**
  * Shared machinery of the suites of the features Deadbolt adds to symfony/lock (deadlines, wake-ups, fencing tokens,
- * metrics, the refresher; API-CONTRACT.md, "Issue 4: beyond symfony/lock"): a lock held by another process, the CPU
+ * metrics, the refresher; docs/API-CONTRACT.md): a lock held by another process, the CPU
  * time a process used, and the Redis connection a process is blocked on.
  *
  * Store kinds: 'flock' (a private directory), 'redis' (the shared server through its DSN, so DEADBOLT_REDIS_PORT
