@@ -190,6 +190,7 @@ impl Transport for PhpClientTransport {
     }
 
     fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
+        self.check_runs_commands()?;
         let key_count = i64::try_from(keys.len()).unwrap_or(1);
         let argv: Vec<Zval> = keys
             .iter()
@@ -206,8 +207,11 @@ impl Transport for PhpClientTransport {
             Flavour::Predis => self.run_predis(script, argv, key_count),
         }
         .map_err(|e| self.through(e))?;
-        // Scripts answer 1 or 0; phpredis and Predis give them as PHP ints (false would be Redis nil).
-        Ok(reply.long().unwrap_or(0))
+        // Every script answers an integer, which phpredis and Predis give as a PHP int; anything
+        // else is not a reply of the script (read as 0 it would pass for "held").
+        reply
+            .long()
+            .ok_or_else(|| self.unexpected("the lock script", &reply))
     }
 
     /// A blocking wait through the client (BLPOP): a hand-over reaches a waiter at once here too.
@@ -218,6 +222,7 @@ impl Transport for PhpClientTransport {
         list: &[u8],
         timeout: std::time::Duration,
     ) -> Result<Option<Signal>, RunError> {
+        self.check_runs_commands()?;
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
         let reply = self
             .blocking_pop(list, &seconds)
@@ -230,13 +235,63 @@ impl Transport for PhpClientTransport {
                 return Err(self.describe(Some(error)));
             }
         }
-        // BLPOP answers [list, item] when it popped.
-        let item = reply
+        // BLPOP answers [list, item] when it popped; nil when it timed out, which phpredis gives as
+        // null or false, and \RedisCluster's raw command as an empty array.
+        if reply.is_null() || is_false(&reply) {
+            return Ok(None);
+        }
+        let popped = reply
             .array()
-            .and_then(|popped| popped.get_index(1).and_then(|item| item.binary::<u8>()));
-        Ok(item.and_then(|item| Signal::parse(&item)))
+            .ok_or_else(|| self.unexpected("BLPOP", &reply))?;
+        if popped.is_empty() {
+            return Ok(None);
+        }
+        let item = popped
+            .get_index(1)
+            .and_then(|item| item.binary::<u8>())
+            .ok_or_else(|| self.unexpected("BLPOP", &reply))?;
+        Ok(Signal::parse(&item))
     }
 }
+
+impl PhpClientTransport {
+    /// phpredis queues commands instead of running them while the client is in `multi()` or
+    /// `pipeline()` mode (and answers with the client itself): a lock script sent then would run
+    /// later, at `exec()`, for nobody. Refused before anything is sent.
+    fn check_runs_commands(&self) -> Result<(), RunError> {
+        if self.flavour != Flavour::PhpRedis {
+            return Ok(());
+        }
+        let mode = match call(&self.client, "getMode", vec![])?.long() {
+            Some(PHPREDIS_MODE_ATOMIC) | None => return Ok(()),
+            Some(PHPREDIS_MODE_MULTI) => "multi()",
+            Some(_) => "pipeline()",
+        };
+        Err(RunError::new(
+            RunErrorKind::Server,
+            format!(
+                "Redis through {}: the client is in {mode} mode, where commands are queued instead of run; lock with a client outside multi() and pipeline() (exec() or discard() first).",
+                self.name
+            ),
+        ))
+    }
+
+    /// A reply of the wrong shape.
+    fn unexpected(&self, what: &str, reply: &Zval) -> RunError {
+        RunError::new(
+            RunErrorKind::Server,
+            format!(
+                "Redis through {}: {what} answered with {}, not a reply Deadbolt understands.",
+                self.name,
+                reply.get_type()
+            ),
+        )
+    }
+}
+
+/// `\Redis::ATOMIC` and `\Redis::MULTI` (`getMode()`), the same in every phpredis release.
+const PHPREDIS_MODE_ATOMIC: i64 = 0;
+const PHPREDIS_MODE_MULTI: i64 = 1;
 
 /// Calls `$object->method(...$params)`. An exception the client throws is taken from the engine
 /// and returned as an error: a connection failure, or a server error reply (Predis).

@@ -52,4 +52,58 @@ final class RedisStorePhpRedisTest extends RedisStoreTestCase
         $this->assertSame(0, $this->redis()->exists($resource));
         $this->assertTrue((new RedisStore($client))->exists($key));
     }
+
+    /**
+     * @return iterable<string, array{string}>
+     */
+    public static function queueingModes(): iterable
+    {
+        yield 'multi()' => ['multi'];
+        yield 'pipeline()' => ['pipeline'];
+    }
+
+    /**
+     * A client in multi() or pipeline() mode queues commands instead of running them and answers with itself: a lock
+     * taken through it must fail with a storage error naming the mode, send nothing (so exec() runs no lock script
+     * for nobody), and a release must not "succeed" while the key stays.
+     *
+     * @dataProvider queueingModes
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('queueingModes')]
+    public function testAClientThatQueuesCommandsIsRefusedAndLeavesNothingBehind(string $mode): void
+    {
+        $client = SharedRedis::newPhpRedis();
+        $store = new RedisStore($client);
+        $factory = new \Deadbolt\LockFactory($store);
+        $resource = uniqid(__METHOD__, true);
+        $held = $factory->createLock($resource, 30.0);
+        $this->assertTrue($held->acquire());
+
+        $client->$mode();
+        try {
+            $store->save(new \Deadbolt\Key($resource.':other'));
+            $this->fail('save() through a queueing client succeeded');
+        } catch (\Deadbolt\Exception\LockStorageException $e) {
+            $this->assertStringContainsString($mode.'()', $e->getMessage());
+        }
+        try {
+            $factory->createLock($resource.':other', 30.0)->acquire();
+            $this->fail('acquire() through a queueing client succeeded');
+        } catch (\Deadbolt\Exception\LockAcquiringException $e) {
+            $this->assertInstanceOf(\Deadbolt\Exception\LockStorageException::class, $e->getPrevious());
+        }
+        try {
+            $held->release();
+            $this->fail('release() through a queueing client succeeded');
+        } catch (\Deadbolt\Exception\LockReleasingException $e) {
+            $this->assertInstanceOf(\Deadbolt\Exception\LockStorageException::class, $e->getPrevious());
+        }
+        $client->exec();
+
+        $this->assertSame(0, $this->redis()->exists($resource.':other'), 'no lock appeared at exec()');
+        $this->assertSame(1, $this->redis()->exists($resource), 'the held lock is still held');
+        $held->release();
+        $this->assertSame(0, $this->redis()->exists($resource));
+        $client->close();
+    }
 }
