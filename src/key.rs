@@ -75,7 +75,10 @@ impl PhpKey {
     /// belongs to this process.
     #[php(name = "__serialize")]
     pub fn serialize(&self) -> PhpResult<ZBox<ZendHashTable>> {
-        let key = self.inner.lock();
+        let mut key = self.inner.lock();
+        // A Key inherited through fork() never exports its parent's token: it becomes this
+        // process's own first, with a token of its own that holds nothing.
+        key.adopt_if_inherited();
         if key.is_process_bound() {
             return Err(to_php(Error::Unserializable {
                 resource: key.display_resource(),

@@ -202,6 +202,34 @@ final class RedisForkSafetyTest extends DeadboltTestCase
         $this->assertSame(0, $this->inspector->exists($resource), 'the child released it');
     }
 
+    /**
+     * A Key inherited through fork() does not export its parent's token: serialized in the child, it carries a
+     * token of its own, so a Lock made from it there cannot release the parent's lock.
+     */
+    public function testAnInheritedKeySerializedInTheChildCannotReleaseTheParentsLock(): void
+    {
+        $dsn = self::dsn();
+        $resource = 'inherited-export-'.bin2hex(random_bytes(6));
+        $factory = new LockFactory(new RedisStore($dsn));
+        $key = new Key($resource);
+        $lock = $factory->createLockFromKey($key, 60.0);
+        $this->assertTrue($lock->acquire());
+        $parentToken = $key->__serialize()['token'];
+
+        $child = $this->fork(static function (Channel $parent) use ($factory, $key): void {
+            $exported = unserialize(serialize($key));
+            $factory->createLockFromKey($exported, 60.0)->release();
+            $parent->send($exported->__serialize()['token']);
+        });
+        $childToken = $child->receive();
+        $child->wait();
+
+        $this->assertNotSame($parentToken, $childToken, 'the child exported a token of its own');
+        $this->assertTrue($lock->isAcquired(), 'the parent still holds its lock');
+        $this->assertFalse(self::canAcquire($dsn, $resource));
+        $lock->release();
+    }
+
     private static function dsn(): string
     {
         return SharedRedis::dsn('/'.self::DB);
