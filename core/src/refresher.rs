@@ -173,6 +173,11 @@ fn run(registry: &'static Registry) {
             let Some(entry) = entries.get_mut(i) else {
                 continue;
             };
+            // Stopped meanwhile (released, or dropped): a release that lands while the extension is
+            // on its way makes it find the lock gone, which is no loss and no failure.
+            if entry.state.stopped.load(Ordering::Acquire) {
+                continue;
+            }
             let ttl = entry.ttl.duration();
             match result {
                 Ok(true) => {
