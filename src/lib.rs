@@ -40,8 +40,19 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     zend_object::let_serialize_reach::<lock::PhpLock>();
     zend_object::let_serialize_reach::<key::PhpKey>();
     lock::PhpLock::hook_destructor();
+    mark_secret_parameters();
     end_of_request::reset();
     0
+}
+
+/// The parameters that may carry a password (a DSN, or a client object holding one) are
+/// `#[\SensitiveParameter]`, as symfony/lock's and PDO's are: traces never show them.
+fn mark_secret_parameters() {
+    static MARKED: std::sync::Once = std::sync::Once::new();
+    MARKED.call_once(|| {
+        zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
+        zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
+    });
 }
 
 /// The `deadbolt` section of `phpinfo()`.

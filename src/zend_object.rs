@@ -133,3 +133,55 @@ pub fn register_shutdown(callback: Zval) -> bool {
         .and_then(|register| register.try_call(vec![&callback]))
         .is_ok()
 }
+
+extern "C" {
+    /// `zend_add_attribute()` (Zend/zend_attributes.h), exported by PHP since 8.0; the inline
+    /// `zend_add_parameter_attribute()` that PHP's own extensions use calls it the same way.
+    fn zend_add_attribute(
+        attributes: *mut *mut ext_php_rs::ffi::HashTable,
+        name: *mut ext_php_rs::ffi::zend_string,
+        argc: u32,
+        flags: u32,
+        offset: u32,
+        lineno: u32,
+    ) -> *mut std::ffi::c_void;
+}
+
+/// `ZEND_ATTRIBUTE_PERSISTENT`: the attribute lives as long as the (internal) function.
+const ZEND_ATTRIBUTE_PERSISTENT: u32 = 1;
+
+/// Marks parameter `position` (from 0) of method `method` (lower case) of class `T`
+/// `#[\SensitiveParameter]`, as PHP's own PDO does for its password: exception traces and
+/// `debug_backtrace()` then show a `SensitiveParameterValue` instead of the argument, even with
+/// `zend.exception_ignore_args=0`. Call once per process, at the first request startup (classes
+/// are registered after MINIT), before any call of the method.
+pub fn mark_sensitive_parameter<T: RegisteredClass>(method: &str, position: u32) {
+    let ce = T::get_metadata().ce();
+    // SAFETY: the class's function table is PHP's and lives for the whole process; the lookup
+    // only reads it. The found value is the method's `zend_function`, whose attribute table PHP
+    // itself fills this way for internal functions (persistent memory, freed with the function).
+    unsafe {
+        let found = ext_php_rs::ffi::zend_hash_str_find(
+            &raw const ce.function_table,
+            method.as_ptr().cast(),
+            method.len(),
+        );
+        let Some(found) = found.as_ref() else {
+            return;
+        };
+        let function = found.value.ptr.cast::<ext_php_rs::ffi::zend_function>();
+        let Some(function) = function.as_mut() else {
+            return;
+        };
+        let mut name = ext_php_rs::types::ZendStr::new("SensitiveParameter", true);
+        // The name is copied (a reference taken) by zend_add_attribute; ours is released here.
+        zend_add_attribute(
+            &raw mut function.common.attributes,
+            std::ptr::from_mut(&mut *name).cast(),
+            0,
+            ZEND_ATTRIBUTE_PERSISTENT,
+            position + 1,
+            0,
+        );
+    }
+}

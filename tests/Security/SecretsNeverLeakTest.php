@@ -26,6 +26,36 @@ final class SecretsNeverLeakTest extends DeadboltTestCase
     private const PASSWORD_ENV = 'DEADBOLT_TEST_LEAK_PASSWORD';
 
     /**
+     * The parameters that carry a DSN or a client are #[\SensitiveParameter] (as symfony/lock's and PDO's are): with
+     * zend.exception_ignore_args=0 (PHP's development default), an exception thrown by the call shows a
+     * SensitiveParameterValue in its trace, never the DSN and its password.
+     */
+    public function testTracesNeverShowADsnArgument(): void
+    {
+        $previous = ini_set('zend.exception_ignore_args', '0');
+        try {
+            $password = 'Tr4ce-Pw-'.bin2hex(random_bytes(4));
+            $dsn = "redis://app:$password@127.0.0.1:not-a-port";
+            $calls = [
+                'RedisStore::__construct' => static fn () => new \Deadbolt\Store\RedisStore($dsn),
+                'StoreFactory::createStore' => static fn () => \Deadbolt\Store\StoreFactory::createStore($dsn),
+            ];
+            foreach ($calls as $name => $call) {
+                try {
+                    $call();
+                    $this->fail("$name accepted a malformed DSN");
+                } catch (\Deadbolt\Exception\InvalidArgumentException $e) {
+                    $this->assertInstanceOf(\SensitiveParameterValue::class, $e->getTrace()[0]['args'][0] ?? null, $name);
+                    $shown = print_r($e->getTrace(), true).$e->getTraceAsString().$e;
+                    $this->assertStringNotContainsString($password, $shown, $name);
+                }
+            }
+        } finally {
+            ini_set('zend.exception_ignore_args', (string) $previous);
+        }
+    }
+
+    /**
      * The in-process view: what Deadbolt hands the application, captured inside the child. Exception messages (whole
      * previous chain), logger records (message and context, rendered with var_export), var_dump/print_r/var_export of
      * its objects, phpinfo(). The child goes through every failure path (wrong password, server down, bad DSN

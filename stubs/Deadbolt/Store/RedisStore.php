@@ -82,7 +82,7 @@ final class RedisStore
      *                                                      password), or an unset password_env variable
      * @throws \Deadbolt\Exception\InvalidTtlException      when $initialTtl is zero, negative, NaN or INF
      */
-    public function __construct(mixed $connection, float $initialTtl = 300.0)
+    public function __construct(#[\SensitiveParameter] mixed $connection, float $initialTtl = 300.0)
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }

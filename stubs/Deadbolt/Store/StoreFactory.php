@@ -43,7 +43,7 @@ final class StoreFactory
      * @throws \TypeError                                   for an object that is not a supported Redis client, or
      *                                                      another type
      */
-    public static function createStore(mixed $connection): object
+    public static function createStore(#[\SensitiveParameter] mixed $connection): object
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
