@@ -161,21 +161,31 @@ final class RedisServer
 
     private function launch(): void
     {
-        $command = [
-            deadbolt_redis_binary('server'),
-            '--port', (string) $this->port,
-            '--bind', '127.0.0.1',
-            '--save', '',
-            '--appendonly', 'no',
-            '--unixsocket', $this->socket(),
-            '--unixsocketperm', '700',
-            '--dir', $this->dir,
-            '--logfile', $this->dir.'/redis.log',
-            '--daemonize', 'no',
+        // Every option goes in a config file only this user can read (a password among them): never on a command
+        // line, where `ps` shows it and where Redis 8 refuses values with quotes in them. The test's own options
+        // come last, so they override the defaults.
+        $options = [
+            'port' => (string) $this->port,
+            'bind' => '127.0.0.1',
+            'save' => '',
+            'appendonly' => 'no',
+            'unixsocket' => $this->socket(),
+            'unixsocketperm' => '700',
+            'dir' => $this->dir,
+            'logfile' => $this->dir.'/redis.log',
+            'daemonize' => 'no',
         ];
-        foreach ($this->options as $name => $value) {
-            array_push($command, '--'.$name, $value);
+        $lines = '';
+        foreach ([$options, $this->options] as $set) {
+            foreach ($set as $name => $value) {
+                $lines .= $name.' '.self::configValue($value)."\n";
+            }
         }
+        $config = $this->dir.'/redis.conf';
+        if (false === file_put_contents($config, $lines) || !chmod($config, 0600)) {
+            throw new \RuntimeException('Cannot write '.$config);
+        }
+        $command = [deadbolt_redis_binary('server'), $config];
         $null = ['file', '/dev/null', 'a'];
         $process = proc_open($command, [0 => ['file', '/dev/null', 'r'], 1 => $null, 2 => $null], $pipes);
         if (false === $process) {
@@ -197,6 +207,24 @@ final class RedisServer
         }
         $this->stop();
         throw new \RuntimeException("redis-server did not answer on port {$this->port} within 10 s");
+    }
+
+    /**
+     * $value as a double-quoted redis.conf string: quotes and backslashes escaped, anything unprintable as \xHH.
+     */
+    private static function configValue(string $value): string
+    {
+        $quoted = '"';
+        for ($i = 0, $n = \strlen($value); $i < $n; ++$i) {
+            $byte = \ord($value[$i]);
+            $quoted .= match (true) {
+                '"' === $value[$i], '\\' === $value[$i] => '\\'.$value[$i],
+                $byte < 0x20 || $byte >= 0x7F => sprintf('\\x%02x', $byte),
+                default => $value[$i],
+            };
+        }
+
+        return $quoted.'"';
     }
 
     /**
