@@ -4,7 +4,7 @@
 use std::any::{Any, TypeId};
 use std::sync::OnceLock;
 
-use crate::lifetime::Lifetime;
+use crate::lifetime::{Expiry, Lifetime};
 use crate::process::{epoch, Epoch};
 use crate::token::Token;
 use crate::{Result, Ttl};
@@ -91,6 +91,16 @@ impl Key {
     /// Forgets the expiry.
     pub fn reset_lifetime(&mut self) {
         self.lifetime.reset();
+    }
+
+    /// Lets the expiry follow `expiry` (the background refresher's extensions of the lock).
+    pub fn follow_expiry(&mut self, expiry: Expiry) {
+        self.lifetime.follow(expiry);
+    }
+
+    /// Stops following an expiry; the last one stays.
+    pub fn unfollow_expiry(&mut self) {
+        self.lifetime.unfollow();
     }
 
     /// Seconds left (negative once past), `None` without expiry.

@@ -1,20 +1,71 @@
 //! A key's expiry, on the monotonic clock: wall-clock jumps (NTP, a VM resumed) never make a lock
 //! look longer- or shorter-lived than it is.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use crate::Ttl;
 
 /// When a key stops being valid, if ever.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Lifetime {
     expires_at: Option<Instant>,
+    /// While the background refresher keeps the lock alive, the expiry it last gave: it moves
+    /// without this key being told, and counts over `expires_at`.
+    follows: Option<Expiry>,
+}
+
+/// An expiry that another thread moves (the refresher's last extension of a lock), shared.
+/// Lock-free: a `fork()` at any instant leaves it readable.
+#[derive(Debug, Clone, Default)]
+pub struct Expiry(Arc<AtomicU64>);
+
+/// The origin of [`Expiry`]'s clock (an `Instant` cannot live in an atomic).
+static ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+impl Expiry {
+    /// Moves the expiry to `at`.
+    pub fn set(&self, at: Instant) {
+        let nanos = at.saturating_duration_since(*ORIGIN).as_nanos();
+        // 0 means "not set"; an expiry at the very origin is one nanosecond later.
+        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX).max(1);
+        self.0.store(nanos, Ordering::Release);
+    }
+
+    /// The expiry, once set.
+    pub fn get(&self) -> Option<Instant> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            nanos => ORIGIN.checked_add(std::time::Duration::from_nanos(nanos)),
+        }
+    }
 }
 
 impl Lifetime {
-    /// Forgets the expiry (symfony/lock's `resetLifetime`).
+    /// Forgets the expiry, and stops following one (symfony/lock's `resetLifetime`).
     pub fn reset(&mut self) {
         self.expires_at = None;
+        self.follows = None;
+    }
+
+    /// From now on the expiry is what `expiry` says, once it says anything.
+    pub fn follow(&mut self, expiry: Expiry) {
+        self.follows = Some(expiry);
+    }
+
+    /// Stops following; the expiry last given stays.
+    pub fn unfollow(&mut self) {
+        if let Some(at) = self.follows.take().and_then(|expiry| expiry.get()) {
+            self.expires_at = Some(at);
+        }
+    }
+
+    fn current(&self) -> Option<Instant> {
+        self.follows
+            .as_ref()
+            .and_then(Expiry::get)
+            .or(self.expires_at)
     }
 
     /// Moves the expiry to `now + ttl` unless it is already sooner (symfony/lock's `reduceLifetime`).
@@ -40,7 +91,7 @@ impl Lifetime {
     }
 
     fn remaining_secs_at(&self, now: Instant) -> Option<f64> {
-        self.expires_at.map(|at| {
+        self.current().map(|at| {
             if at >= now {
                 at.duration_since(now).as_secs_f64()
             } else {
@@ -51,7 +102,7 @@ impl Lifetime {
 
     /// True once the expiry has passed.
     pub fn is_expired(&self) -> bool {
-        self.expires_at.is_some_and(|at| at <= Instant::now())
+        self.current().is_some_and(|at| at <= Instant::now())
     }
 }
 

@@ -71,7 +71,6 @@ impl<T> PerProcess<T> {
     }
 
     /// This process's value, if it made one.
-    #[cfg(test)]
     pub fn get(&self) -> Option<&T> {
         // SAFETY: the pointer is null or a leaked box that is freed only by `drop`, which
         // cannot run while `&self` is borrowed.

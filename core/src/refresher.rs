@@ -7,12 +7,13 @@
 //! parent's thread at that instant) and the child makes a fresh one if it ever refreshes.
 //! Locks inherited by the child are never refreshed there.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::lifetime::Expiry;
 use crate::metrics::{self, Counter};
 use crate::process::PerProcess;
 use crate::store::Extender;
@@ -28,16 +29,51 @@ pub struct Ticket {
     state: Arc<TicketState>,
 }
 
+/// What the PHP thread and the refresher share about one lock: atomics only, so a `fork()` at any
+/// instant leaves the child a readable copy.
 #[derive(Debug, Default)]
 struct TicketState {
     stopped: AtomicBool,
     lost: AtomicBool,
+    /// The TTL each extension gives, in nanoseconds: the lock's, or the last explicit refresh's.
+    ttl_nanos: AtomicU64,
+    /// The lock's last known expiry: past it without a successful extension, it is lost.
+    expiry: Expiry,
+    /// Set by an explicit refresh: the next extension is due a third of its TTL after it.
+    rescheduled: AtomicBool,
+}
+
+impl TicketState {
+    fn ttl(&self) -> Duration {
+        Duration::from_nanos(self.ttl_nanos.load(Ordering::Acquire))
+    }
+
+    fn extended(&self, at: Instant, ttl: Duration) {
+        self.expiry.set(at + ttl);
+    }
 }
 
 impl Ticket {
     /// True once the refresher found the lock gone (taken by someone else, or expired).
     pub fn is_lost(&self) -> bool {
         self.state.lost.load(Ordering::Acquire)
+    }
+
+    /// The lock's expiry as the refresher keeps it: a key follows it while the lock is held.
+    pub fn expiry(&self) -> Expiry {
+        self.state.expiry.clone()
+    }
+
+    /// An explicit refresh extended the lock by `ttl` at `at`: from now on the refresher extends
+    /// it by that TTL too, so the two never disagree on when the lock ends.
+    pub fn refreshed(&self, at: Instant, ttl: Ttl) {
+        let nanos = u64::try_from(ttl.duration().as_nanos()).unwrap_or(u64::MAX);
+        self.state.ttl_nanos.store(nanos, Ordering::Release);
+        self.state.extended(at, ttl.duration());
+        self.state.rescheduled.store(true, Ordering::Release);
+        if let Some(registry) = REGISTRY.get() {
+            registry.wake.notify_one();
+        }
     }
 }
 
@@ -51,10 +87,7 @@ struct Entry {
     extender: Arc<dyn Extender>,
     resource: Vec<u8>,
     token: String,
-    ttl: Ttl,
     due: Instant,
-    /// The lock's last known expiry: past it without a successful refresh, it is lost.
-    expires: Instant,
     /// After this, refreshing stops and the lock runs out by itself.
     give_up: Option<Instant>,
     state: Arc<TicketState>,
@@ -99,13 +132,16 @@ pub fn register(
     start(registry)?;
     let now = Instant::now();
     let state = Arc::new(TicketState::default());
+    state.ttl_nanos.store(
+        u64::try_from(ttl.duration().as_nanos()).unwrap_or(u64::MAX),
+        Ordering::Release,
+    );
+    state.extended(now, ttl.duration());
     registry.entries.lock().push(Entry {
         extender,
         resource,
         token,
-        ttl,
         due: now + ttl.duration() / REFRESH_FRACTION,
-        expires: now + ttl.duration(),
         give_up: max_hold.map(|hold| now + hold),
         state: Arc::clone(&state),
     });
@@ -134,6 +170,14 @@ fn run(registry: &'static Registry) {
         entries.retain(|e| {
             !e.state.stopped.load(Ordering::Acquire) && e.give_up.is_none_or(|at| now < at)
         });
+        for entry in entries.iter_mut() {
+            if entry.state.rescheduled.swap(false, Ordering::AcqRel) {
+                let ttl = entry.state.ttl();
+                if let Some(expiry) = entry.state.expiry.get() {
+                    entry.due = expiry.checked_sub(ttl).unwrap_or(now) + ttl / REFRESH_FRACTION;
+                }
+            }
+        }
         let due: Vec<usize> = (0..entries.len())
             .filter(|i| entries[*i].due <= now)
             .collect();
@@ -149,15 +193,15 @@ fn run(registry: &'static Registry) {
         // The network calls run without the registry lock, so PHP can register meanwhile.
         let jobs: Vec<Job> = due
             .iter()
-            .map(|i| {
+            .filter_map(|i| {
                 let e = &entries[*i];
-                Job {
+                Some(Job {
                     index: *i,
                     extender: Arc::clone(&e.extender),
                     resource: e.resource.clone(),
                     token: e.token.clone(),
-                    ttl: e.ttl,
-                }
+                    ttl: Ttl::from_duration(e.state.ttl())?,
+                })
             })
             .collect();
         let results = parking_lot::MutexGuard::unlocked(&mut entries, || {
@@ -165,11 +209,11 @@ fn run(registry: &'static Registry) {
                 .map(|job| {
                     let started = Instant::now();
                     let outcome = job.extender.extend(&job.resource, &job.token, job.ttl);
-                    (job.index, started, outcome)
+                    (job.index, started, job.ttl.duration(), outcome)
                 })
                 .collect::<Vec<_>>()
         });
-        for (i, started, result) in results {
+        for (i, started, sent_ttl, result) in results {
             let Some(entry) = entries.get_mut(i) else {
                 continue;
             };
@@ -178,12 +222,12 @@ fn run(registry: &'static Registry) {
             if entry.state.stopped.load(Ordering::Acquire) {
                 continue;
             }
-            let ttl = entry.ttl.duration();
+            let ttl = entry.state.ttl();
             match result {
                 Ok(true) => {
                     metrics::count(Counter::RefreshOk, 1);
-                    entry.expires = started + ttl;
-                    entry.due = started + ttl / REFRESH_FRACTION;
+                    entry.state.extended(started, sent_ttl);
+                    entry.due = started + sent_ttl / REFRESH_FRACTION;
                 }
                 Ok(false) => {
                     metrics::count(Counter::RefreshFailed, 1);
@@ -192,7 +236,12 @@ fn run(registry: &'static Registry) {
                 Err(_) => {
                     metrics::count(Counter::RefreshFailed, 1);
                     metrics::count(Counter::StoreErrors, 1);
-                    if Instant::now() >= entry.expires {
+                    if entry
+                        .state
+                        .expiry
+                        .get()
+                        .is_none_or(|expiry| Instant::now() >= expiry)
+                    {
                         lose(entry);
                     } else {
                         entry.due = Instant::now() + ttl / RETRY_FRACTION;

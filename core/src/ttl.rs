@@ -29,6 +29,11 @@ impl Ttl {
         Err(invalid(secs))
     }
 
+    /// A TTL from the duration of one (as kept in an atomic); `None` for zero.
+    pub(crate) fn from_duration(duration: Duration) -> Option<Self> {
+        (!duration.is_zero()).then_some(Ttl(duration))
+    }
+
     /// The TTL as a duration.
     pub fn duration(self) -> Duration {
         self.0

@@ -116,6 +116,46 @@ final class RefresherTest extends FeatureTestCase
     }
 
     /**
+     * While the refresher keeps a lock alive, the lock's and its Key's lifetime follow it: a program that checks
+     * ownership before a side effect (isExpired(), getRemainingLifetime()) sees the lock as alive, not expired after
+     * its first TTL.
+     */
+    public function testTheLifetimeFollowsTheRefresher(): void
+    {
+        $key = new \Deadbolt\Key(uniqid(__METHOD__, true));
+        $lock = (new LockFactory(new RedisStore(SharedRedis::dsn())))->createLockFromKey($key, 0.3, true, true);
+        $this->assertTrue($lock->acquire());
+        usleep(1_000_000); // three TTLs and more
+        $this->assertFalse($lock->isLost());
+        $this->assertTrue($lock->isAcquired());
+        $this->assertFalse($lock->isExpired(), 'Lock::isExpired()');
+        $this->assertGreaterThan(0.0, $lock->getRemainingLifetime(), 'Lock::getRemainingLifetime()');
+        $this->assertFalse($key->isExpired(), 'Key::isExpired()');
+        $this->assertGreaterThan(0.0, $key->getRemainingLifetime(), 'Key::getRemainingLifetime()');
+        $lock->release();
+    }
+
+    /**
+     * An explicit refresh(ttl) during an auto-refreshed hold is what the refresher goes on with: it never shortens
+     * the lock back to the factory's TTL, so when maxHold stops the refreshing the lock lasts as long as its holder
+     * is told, and nobody else can take it meanwhile.
+     */
+    public function testAnExplicitRefreshIsWhatTheRefresherKeeps(): void
+    {
+        $dsn = SharedRedis::dsn();
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory(new RedisStore($dsn)))->createLock($resource, 0.3, true, true, 0.6);
+        $this->assertTrue($lock->acquire());
+        $lock->refresh(30.0);
+        usleep(1_000_000); // past maxHold, and past the factory's TTL since the last refresh
+        $this->assertGreaterThan(25.0, $lock->getRemainingLifetime());
+        $this->assertGreaterThan(25_000, $this->redisPttl($resource), 'Redis agrees');
+        $competitor = (new LockFactory(new RedisStore($dsn)))->createLock($resource, 30.0);
+        $this->assertFalse($competitor->acquire(), 'nobody else takes it');
+        $lock->release();
+    }
+
+    /**
      * A clean release() that lands while the refresher is extending that very lock is neither a loss nor a failed
      * refresh: the metrics operators watch stay at zero. (Fifty locks due together keep the refresher busy through
      * the moment they are released, so some releases always overtake their extension.)
@@ -369,5 +409,15 @@ final class RefresherTest extends FeatureTestCase
         }
 
         return 'acquired' === $result['stdout'];
+    }
+
+    private function redisPttl(string $key): int
+    {
+        $redis = SharedRedis::newPhpRedis();
+        try {
+            return (int) $redis->pttl($key);
+        } finally {
+            $redis->close();
+        }
     }
 }

@@ -131,7 +131,7 @@ impl Lock {
         else {
             return;
         };
-        let key = self.key.lock();
+        let mut key = self.key.lock();
         let Some(token) = key.drawn_token() else {
             return;
         };
@@ -142,7 +142,11 @@ impl Lock {
             ttl,
             self.auto_refresh.max_hold,
         );
-        // Without the thread the lock still works; it just is not kept alive.
+        // Without the thread the lock still works; it just is not kept alive. With it, the key's
+        // lifetime follows the refresher's extensions.
         self.ticket = registered.ok();
+        if let Some(ticket) = &self.ticket {
+            key.follow_expiry(ticket.expiry());
+        }
     }
 }

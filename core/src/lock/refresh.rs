@@ -1,6 +1,7 @@
 //! Refresh: extend the lock's TTL (by hand; the background refresher is `crate::refresher`).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::{refreshed, Lock};
 use crate::event::{messages, Event, EventSink, Level};
@@ -45,7 +46,14 @@ impl Lock {
             Err(Error::not_held(key.display_resource(), self.store().name()))
         } else {
             key.reset_lifetime();
-            self.store().put_off_expiration(key, ttl)
+            let started = Instant::now();
+            let extended = self.store().put_off_expiration(key, ttl);
+            // An auto-refreshed lock: the refresher goes on with this TTL, and the key follows it.
+            if let (Ok(()), Some(ticket)) = (&extended, &self.ticket) {
+                ticket.refreshed(started, ttl);
+                key.follow_expiry(ticket.expiry());
+            }
+            extended
         };
         let result = result.and_then(|()| {
             self.dirty = true;

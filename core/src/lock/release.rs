@@ -23,6 +23,8 @@ impl Lock {
         self.lost = self.is_lost();
         self.ticket = None;
         self.fence = None;
+        // The lifetime stays what the refresher last made it.
+        key.unfollow_expiry();
         if self.lost {
             // Nothing to release: the hold ended when the lock was lost, not here.
             self.dirty = false;
@@ -82,6 +84,7 @@ impl Lock {
             // Never the case in single-threaded PHP; waiting here could only deadlock.
             return;
         };
+        key.unfollow_expiry();
         if key.is_inherited() {
             return;
         }
