@@ -249,6 +249,50 @@ final class RedisFailureTest extends DeadboltTestCase
         $this->assertStringNotContainsString('wrong-secret-from-env', self::chainMessages($e));
     }
 
+    /**
+     * Connections are keyed by what they are, not by the DSN text: after the password_env variable changed, a new store
+     * with the same DSN text connects with the new password (a wrong one fails) instead of reusing the connection
+     * made with the old one.
+     */
+    public function testAChangedPasswordEnvIsANewConnection(): void
+    {
+        $server = $this->server(['requirepass' => self::PASSWORD]);
+        $dsn = $server->dsn('?password_env='.self::PASSWORD_ENV);
+        putenv(self::PASSWORD_ENV.'='.self::PASSWORD);
+        $first = new RedisStore($dsn);
+        $key = new Key(uniqid(__METHOD__, true));
+        $first->save($key);
+        $this->assertTrue($first->exists($key), 'connected with the right password');
+
+        putenv(self::PASSWORD_ENV.'=wrong-secret-from-env');
+        $second = new RedisStore($dsn);
+        $e = $this->caught(static fn () => $second->save(new Key(uniqid(__METHOD__, true))));
+        $this->assertInstanceOf(LockStorageException::class, $e, 'the wrong password is used, and refused');
+        $this->assertTrue($first->exists($key), 'the first store keeps its connection');
+        $first->delete($key);
+    }
+
+    /**
+     * Native connections live as long as a store uses them, plus a few idle ones: a long-lived process that makes many
+     * stores with distinct DSNs does not keep a connection (and a descriptor) for each.
+     */
+    public function testConnectionsNoStoreUsesAreClosed(): void
+    {
+        $server = $this->server();
+        $result = PhpProcess::run(<<<'PHP'
+            for ($i = 1; $i <= 200; ++$i) {
+                $store = new Deadbolt\Store\RedisStore($vars['dsn'].'?read_timeout='.(1 + $i / 1000));
+                $store->save(new Deadbolt\Key('r'.$i));
+                unset($store);
+            }
+            $redis = new Redis();
+            $redis->connect('127.0.0.1', $vars['port']);
+            echo \count($redis->client('list')) - 1;
+            PHP, ['dsn' => $server->dsn(), 'port' => $server->port]);
+        $this->assertSame(0, $result['exit'], $result['stderr']);
+        $this->assertLessThanOrEqual(10, (int) $result['stdout'], 'connections left open by 200 short-lived stores');
+    }
+
     public function testAHashTypedKeyIsAStorageErrorNamingTheType(): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -6,6 +6,7 @@
 //! environment variable holding the password, so the secret stays out of configuration),
 //! `ca_file` (PEM bundle for `rediss`), `db`.
 
+use sha2::{Digest, Sha256};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -133,6 +134,48 @@ impl Dsn {
     pub fn redacted(&self) -> String {
         self.to_string()
     }
+
+    /// What makes two DSNs the same connection: endpoint, TLS and CA, database, credentials as
+    /// resolved (a `password_env` variable read now), timeouts. Not the DSN text: two spellings
+    /// of one connection share it, and one text whose password variable changed does not. A
+    /// digest, so the credentials are not kept once more in the clear.
+    pub fn connection_identity(&self) -> String {
+        let mut hasher = Sha256::new();
+        let mut part = |bytes: &[u8]| {
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        match &self.endpoint {
+            Endpoint::Tcp { host, port, tls } => {
+                part(b"tcp");
+                part(host.as_bytes());
+                part(&port.to_le_bytes());
+                part(&[u8::from(*tls)]);
+            }
+            Endpoint::Unix(path) => {
+                part(b"unix");
+                part(path.as_os_str().as_encoded_bytes());
+            }
+        }
+        part(&self.db.to_le_bytes());
+        for secret in [&self.username, &self.password] {
+            match secret {
+                Some(value) => part(&[&[1u8], value.as_bytes()].concat()),
+                None => part(&[0]),
+            }
+        }
+        part(&self.connect_timeout.as_nanos().to_le_bytes());
+        part(&self.read_timeout.as_nanos().to_le_bytes());
+        match &self.ca_file {
+            Some(path) => part(&[&[1u8], path.as_os_str().as_encoded_bytes()].concat()),
+            None => part(&[0]),
+        }
+        hasher
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
 }
 
 impl fmt::Display for Dsn {
@@ -222,6 +265,32 @@ mod tests {
         assert!(matches!(dsn.endpoint, Endpoint::Tcp { port: 6379, .. }));
         assert_eq!(dsn.db, 0);
         assert_eq!(dsn.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_connection_is_what_the_dsn_resolves_to_not_its_text() {
+        let id = |text: &str, password: &str| {
+            Dsn::parse_with_env(text, |_| Some(password.to_owned()))
+                .unwrap()
+                .connection_identity()
+        };
+        let env_dsn = "redis://u@127.0.0.1:6379/1?password_env=P";
+        assert_eq!(id(env_dsn, "one"), id(env_dsn, "one"));
+        assert_ne!(
+            id(env_dsn, "one"),
+            id(env_dsn, "two"),
+            "the variable changed"
+        );
+        assert_eq!(
+            id("redis://127.0.0.1/1", ""),
+            id("redis://127.0.0.1:6379?db=1", ""),
+            "two spellings of one connection"
+        );
+        assert_ne!(id("redis://127.0.0.1/1", ""), id("redis://127.0.0.1/2", ""));
+        assert_ne!(
+            id("redis://127.0.0.1/1", ""),
+            id("redis://127.0.0.1/1?read_timeout=5", "")
+        );
     }
 
     #[test]

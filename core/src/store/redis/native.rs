@@ -1,6 +1,9 @@
-//! The native connection: one per process per DSN, kept across lock factories and FPM requests,
-//! never across fork(): connections are [`PerProcess`] values, so a child that inherits one leaks
-//! its copy without touching it (a TLS close would write to the parent's socket) and opens its own.
+//! The native connection: one per process per connection identity (what the DSN resolves to:
+//! endpoint, credentials, database, TLS, timeouts), shared by every store on it and kept across
+//! lock factories and FPM requests while a store uses it; of those no store uses any more, the
+//! [`IDLE_KEPT`] most recent stay open for the next request and older ones are closed. Never
+//! across fork(): connections are [`PerProcess`] values, so a child that inherits one keeps its
+//! copy untouched (a TLS close would write to the parent's socket) and opens its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -28,20 +31,46 @@ struct Slot {
     warning: Option<String>,
 }
 
-type Slots = Mutex<HashMap<String, Arc<Mutex<Slot>>>>;
+/// How many connections no store uses any more stay open (the most recently made ones), so that
+/// the next FPM request or the next factory finds its connection ready.
+pub const IDLE_KEPT: usize = 8;
 
-/// This process's slots, one per distinct DSN text (secrets included, so two users never share)
-/// and purpose.
-static SLOTS: LazyLock<PerProcess<Slots>> = LazyLock::new(PerProcess::new);
+/// This process's slots by name (a connection identity, and a purpose), each with the order in
+/// which it was made.
+#[derive(Default)]
+struct Slots {
+    by_name: HashMap<String, (u64, Arc<Mutex<Slot>>)>,
+    made: u64,
+}
 
-/// This process's slot named `name` (a DSN, or a DSN and a purpose), made on first use.
+static SLOTS: LazyLock<PerProcess<Mutex<Slots>>> = LazyLock::new(PerProcess::new);
+
+/// This process's slot named `name`, made on first use. Making one closes the oldest idle
+/// connections beyond [`IDLE_KEPT`] (idle: no transport holds the slot but this table).
 fn slot_for(name: &str) -> Arc<Mutex<Slot>> {
-    SLOTS
-        .get_or_init(Slots::default)
-        .lock()
-        .entry(name.to_owned())
-        .or_default()
-        .clone()
+    let mut slots = SLOTS.get_or_init(Mutex::default).lock();
+    if let Some((_, slot)) = slots.by_name.get(name) {
+        return Arc::clone(slot);
+    }
+    let mut idle: Vec<(u64, String)> = slots
+        .by_name
+        .iter()
+        .filter(|(_, (_, slot))| Arc::strong_count(slot) == 1)
+        .map(|(name, (made, _))| (*made, name.clone()))
+        .collect();
+    if idle.len() > IDLE_KEPT {
+        idle.sort_unstable();
+        for (_, name) in &idle[..idle.len() - IDLE_KEPT] {
+            slots.by_name.remove(name);
+        }
+    }
+    slots.made += 1;
+    let made = slots.made;
+    let slot = Arc::new(Mutex::new(Slot::default()));
+    slots
+        .by_name
+        .insert(name.to_owned(), (made, Arc::clone(&slot)));
+    slot
 }
 
 /// A transport on the process's native connection for one DSN.
@@ -50,7 +79,7 @@ pub struct NativeTransport {
     client: redis::Client,
     /// This process's slot (another process looks up its own).
     slot: PerProcess<Arc<Mutex<Slot>>>,
-    /// The name of the slot in `SLOTS` (holds the DSN's secrets: never shown).
+    /// The name of the slot in `SLOTS` (a digest of the connection identity).
     slot_name: String,
     name: String,
 }
@@ -64,11 +93,12 @@ impl NativeTransport {
         let dsn = Dsn::parse(dsn_text)?;
         let client = client_for(&dsn)?;
         let name = dsn.redacted();
+        let slot_name = dsn.connection_identity();
         Ok(NativeTransport {
             dsn,
             client,
             slot: PerProcess::new(),
-            slot_name: dsn_text.to_owned(),
+            slot_name,
             name,
         })
     }
