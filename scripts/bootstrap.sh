@@ -12,7 +12,7 @@ packages=(
   php-symfony-lock           # the peer for interop tests and the benchmark anchor
   redis-server redis-tools   # the Redis that `make test` starts on private ports
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
-  libssl-dev openssl         # TLS (rediss://) through the system's OpenSSL; openssl makes the TLS tests' CA
+  openssl                    # the TLS tests make their CA with it (TLS itself is rustls, in the build)
   libfcgi-bin                # cgi-fcgi drives the php-fpm runtime tests
   pkg-config make procps     # build glue; ps/pkill for process tests
   valgrind                   # make test runs a subset of the suites under valgrind

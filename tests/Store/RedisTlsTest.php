@@ -58,6 +58,32 @@ final class RedisTlsTest extends DeadboltTestCase
         $this->server->stop();
     }
 
+    /**
+     * The TLS handshake falls under the DSN's timeouts: against a server that accepts and never answers, and with
+     * rediss:// pointed at a plain Redis port, an acquire ends in a LockAcquiringException instead of waiting without
+     * end (a oneshot job would block every later run). The child is killed, and the test fails, if it hangs.
+     */
+    public function testAStalledHandshakeEndsInAnError(): void
+    {
+        $silent = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+        $this->assertNotFalse($silent, $error);
+        $silentPort = (int) substr((string) strrchr((string) stream_socket_get_name($silent, false), ':'), 1);
+        foreach (['a server that never answers' => $silentPort, 'a plain Redis port' => $this->server->port] as $what => $port) {
+            $result = \Deadbolt\Tests\Support\PhpProcess::run(<<<'PHP'
+                $store = new Deadbolt\Store\RedisStore($vars['dsn']);
+                try {
+                    (new Deadbolt\LockFactory($store))->createLock('stalled-handshake', 5.0)->acquire();
+                    echo 'acquired';
+                } catch (Deadbolt\Exception\LockAcquiringException $e) {
+                    echo 'failed: ', $e->getPrevious()?->getMessage();
+                }
+                PHP, ['dsn' => "rediss://127.0.0.1:$port?timeout=1&read_timeout=1"], true, 60.0);
+            $this->assertSame(0, $result['exit'], "$what: the process did not end by itself\n".$result['stderr']);
+            $this->assertStringStartsWith('failed: ', $result['stdout'], $what);
+        }
+        fclose($silent);
+    }
+
     public function testATlsConnectionWithTheRightCaWorks(): void
     {
         $resource = uniqid(__METHOD__, true);

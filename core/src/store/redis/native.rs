@@ -309,6 +309,18 @@ impl NativeTransport {
     }
 }
 
+/// TLS is rustls (with the ring provider): its handshake runs on the connection's first read or
+/// write, so it falls under the socket timeouts like every command (`timeout` while connecting
+/// and authenticating, `read_timeout` after), and a stalled server, or `rediss://` pointed at a
+/// plain port, ends in an error instead of a wait without end.
+fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Refused when a provider is installed already (by another user of rustls): that one serves.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 fn client_for(dsn: &Dsn) -> crate::Result<redis::Client> {
     let invalid = |why: String| Error::InvalidArgument {
         message: format!("Invalid Redis DSN for {}: {why}.", dsn.redacted()),
@@ -323,12 +335,15 @@ fn client_for(dsn: &Dsn) -> crate::Result<redis::Client> {
             host,
             port,
             tls: true,
-        } => ConnectionAddr::TcpTls {
-            host: host.clone(),
-            port: *port,
-            insecure: false,
-            tls_params: None,
-        },
+        } => {
+            install_tls_provider();
+            ConnectionAddr::TcpTls {
+                host: host.clone(),
+                port: *port,
+                insecure: false,
+                tls_params: None,
+            }
+        }
         Endpoint::Unix(path) => ConnectionAddr::Unix(path.clone()),
     };
     let mut redis_info = RedisConnectionInfo::default()
