@@ -250,6 +250,45 @@ final class RedisFailureTest extends DeadboltTestCase
     }
 
     /**
+     * A wait with a deadline bounds every socket wait by it: against a server that accepts and never answers (a
+     * listener that never reads), acquire(true, 0.5) ends in a LockAcquiringException although each command could
+     * wait 60 s (read_timeout=60). The child is killed, and the test fails, if it does not end by itself.
+     */
+    public function testADeadlineBoundsTheWaitForAServerThatNeverAnswers(): void
+    {
+        $silent = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+        $this->assertNotFalse($silent, $error);
+        $port = (int) substr((string) strrchr((string) stream_socket_get_name($silent, false), ':'), 1);
+        $result = PhpProcess::run(<<<'PHP'
+            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLock('silent', 5.0);
+            try {
+                var_export($lock->acquire(true, 0.5));
+            } catch (Deadbolt\Exception\LockAcquiringException $e) {
+                echo 'failed';
+            }
+            PHP, ['dsn' => "redis://127.0.0.1:$port?timeout=60&read_timeout=60"], true, 30.0);
+        fclose($silent);
+        $this->assertSame(0, $result['exit'], "the wait did not end by itself\n".$result['stderr']);
+        $this->assertSame('failed', $result['stdout']);
+    }
+
+    /**
+     * A server paused for writes (CLIENT PAUSE ... WRITE, as during a failover) does not answer a lock script until
+     * the pause ends: a wait with a deadline longer than the pause rides it out and takes the lock, instead of
+     * failing after a read timeout or two.
+     */
+    public function testAWaitRidesOutAPausedServer(): void
+    {
+        $server = $this->server();
+        $lock = (new LockFactory(new RedisStore($server->dsn('?read_timeout=0.3'))))->createLock(uniqid(__METHOD__, true), 30.0);
+        $server->client()->rawCommand('CLIENT', 'PAUSE', '1500', 'WRITE');
+
+        $this->assertTrue($lock->acquire(true, 20.0), 'acquired once the pause ended');
+        $this->assertTrue($lock->isAcquired());
+        $lock->release();
+    }
+
+    /**
      * Connections are keyed by what they are, not by the DSN text: after the password_env variable changed, a new store
      * with the same DSN text connects with the new password (a wrong one fails) instead of reusing the connection
      * made with the old one.

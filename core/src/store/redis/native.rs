@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
@@ -81,6 +81,8 @@ pub struct NativeTransport {
     slot: PerProcess<Arc<Mutex<Slot>>>,
     /// The name of the slot in `SLOTS` (a digest of the connection identity).
     slot_name: String,
+    /// No socket wait lasts past this (`Transport::set_deadline`); used by PHP's thread only.
+    deadline: Mutex<Option<Instant>>,
     name: String,
 }
 
@@ -99,6 +101,7 @@ impl NativeTransport {
             client,
             slot: PerProcess::new(),
             slot_name,
+            deadline: Mutex::new(None),
             name,
         })
     }
@@ -106,7 +109,7 @@ impl NativeTransport {
     fn connect(&self) -> Result<redis::Connection, RunError> {
         let connection = self
             .client
-            .get_connection_with_timeout(self.dsn.connect_timeout)
+            .get_connection_with_timeout(self.capped(self.dsn.connect_timeout))
             .map_err(|e| self.error(&e))?;
         let timeout = Some(self.dsn.read_timeout);
         connection
@@ -116,13 +119,22 @@ impl NativeTransport {
         Ok(connection)
     }
 
+    /// `wanted`, or the time left to the deadline when that is shorter (at least 1 ms: a zero
+    /// socket timeout would mean none at all).
+    fn capped(&self, wanted: Duration) -> Duration {
+        match *self.deadline.lock() {
+            Some(deadline) => wanted
+                .min(deadline.saturating_duration_since(Instant::now()))
+                .max(Duration::from_millis(1)),
+            None => wanted,
+        }
+    }
+
     /// The one place a redis-rs error is classified.
     fn error(&self, e: &redis::RedisError) -> RunError {
-        let kind = if e.is_io_error()
-            || e.is_timeout()
-            || e.is_connection_dropped()
-            || e.is_connection_refusal()
-        {
+        let kind = if e.is_timeout() {
+            RunErrorKind::TimedOut
+        } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
             RunErrorKind::Connection
         } else {
             match e.code() {
@@ -139,22 +151,31 @@ impl NativeTransport {
 }
 
 /// Warns when the server may evict lock keys. CONFIG may be refused (ACLs, managed services):
-/// then nothing is said.
-fn eviction_warning(connection: &mut redis::Connection, name: &str) -> Option<String> {
-    let reply: Vec<String> = redis::cmd("CONFIG")
+/// then nothing is said. `Err` when the connection failed on the way (it is then unusable).
+fn eviction_warning(
+    connection: &mut redis::Connection,
+    name: &str,
+) -> redis::RedisResult<Option<String>> {
+    let reply: Vec<String> = match redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")
         .query(connection)
-        .ok()?;
-    let policy = reply.get(1)?;
-    EVICTING_POLICIES
+    {
+        Ok(reply) => reply,
+        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let Some(policy) = reply.get(1) else {
+        return Ok(None);
+    };
+    Ok(EVICTING_POLICIES
         .iter()
         .any(|prefix| policy.starts_with(prefix))
         .then(|| {
             format!(
                 "Redis at {name} uses maxmemory-policy {policy}: under memory pressure it may evict live lock keys, which silently breaks mutual exclusion. Use noeviction for lock data."
             )
-        })
+        }))
 }
 
 impl Transport for NativeTransport {
@@ -170,7 +191,9 @@ impl Transport for NativeTransport {
         for arg in args {
             invocation.arg(*arg);
         }
-        self.with_connection(|connection| invocation.invoke::<i64>(connection))
+        self.with_connection(self.dsn.read_timeout, |connection| {
+            invocation.invoke::<i64>(connection)
+        })
     }
 
     fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError> {
@@ -226,6 +249,10 @@ impl Transport for NativeTransport {
         self.slot().lock().warning.take()
     }
 
+    fn set_deadline(&self, deadline: Option<Instant>) {
+        *self.deadline.lock() = deadline;
+    }
+
     fn for_background(&self) -> Option<Box<dyn Transport + Send + Sync>> {
         Some(Box::new(self.twin("refresher")))
     }
@@ -240,6 +267,7 @@ impl NativeTransport {
             client: self.client.clone(),
             slot: PerProcess::new(),
             slot_name: format!("{}#{purpose}", self.slot_name),
+            deadline: Mutex::new(None),
             name: self.name.clone(),
         }
     }
@@ -252,13 +280,8 @@ impl NativeTransport {
         mut call: impl FnMut(&mut redis::Connection, &str) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
-        let socket_timeout = Some(timeout + self.dsn.read_timeout);
-        let normal_timeout = Some(self.dsn.read_timeout);
-        self.with_connection(|connection| {
-            connection.set_read_timeout(socket_timeout)?;
-            let reply = call(connection, &seconds);
-            connection.set_read_timeout(normal_timeout)?;
-            reply
+        self.with_connection(timeout + self.dsn.read_timeout, |connection| {
+            call(connection, &seconds)
         })
     }
 
@@ -268,8 +291,11 @@ impl NativeTransport {
     }
 
     /// Runs `call` on this process's connection, opening it first when needed.
+    /// Runs `call` on this process's connection, opening it first when needed, with a socket
+    /// read timeout of `wait` (capped by the deadline).
     fn with_connection<T>(
         &self,
+        wait: Duration,
         mut call: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
         let mut slot = self.slot().lock();
@@ -284,19 +310,37 @@ impl NativeTransport {
                 Some(connection) => connection,
                 None => slot.connection.insert(self.connect()?),
             };
-            if !slot.policy_checked {
-                slot.warning = eviction_warning(connection, &self.name);
-                slot.policy_checked = true;
-            }
-            match call(connection) {
-                Ok(reply) => return Ok(reply),
+            let reply = connection
+                .set_read_timeout(Some(self.capped(wait)))
+                .and_then(|()| call(connection));
+            match reply {
+                Ok(reply) => {
+                    // After the call, so that the check never delays it (nor its deadline).
+                    if !slot.policy_checked {
+                        let _ =
+                            connection.set_read_timeout(Some(self.capped(self.dsn.read_timeout)));
+                        match eviction_warning(connection, &self.name) {
+                            Ok(warning) => {
+                                slot.warning = warning;
+                                slot.policy_checked = true;
+                            }
+                            Err(_) => slot.connection = None,
+                        }
+                    }
+                    return Ok(reply);
+                }
                 Err(e) => {
                     let error = self.error(&e);
-                    if error.kind() == RunErrorKind::Connection {
-                        slot.connection = None;
-                        if reused && attempt == 0 {
-                            continue;
+                    match error.kind() {
+                        // Out of step with the server (a reply may still come): never reused.
+                        RunErrorKind::TimedOut => slot.connection = None,
+                        RunErrorKind::Connection => {
+                            slot.connection = None;
+                            if reused && attempt == 0 {
+                                continue;
+                            }
                         }
+                        _ => {}
                     }
                     return Err(error);
                 }

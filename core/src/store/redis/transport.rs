@@ -19,8 +19,11 @@ pub struct RunError {
 /// The kinds of [`RunError`] the store acts on differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunErrorKind {
-    /// The server could not be reached or the connection broke (refused, reset, timed out).
+    /// The server could not be reached or the connection broke (refused, reset).
     Connection,
+    /// The server did not answer within the socket timeout (or the time left to a deadline): it
+    /// may be paused (`CLIENT PAUSE`), busy or gone. A wait with a deadline tries again.
+    TimedOut,
     /// The server is still loading its data after a restart (`LOADING`): a wait tries again.
     Loading,
     /// The server does not know the script (`NOSCRIPT`): the transport loads it and retries.
@@ -119,6 +122,13 @@ pub trait Transport {
     /// A warning noticed while connecting (an eviction policy that can drop locks), once.
     fn take_warning(&self) -> Option<String> {
         None
+    }
+
+    /// Until `deadline` (or again without one, `None`), no socket wait of this transport lasts
+    /// past it: connecting, each command, each blocking pop. A transport that cannot bound its
+    /// waits (a PHP client, whose timeouts are the application's) ignores it.
+    fn set_deadline(&self, deadline: Option<std::time::Instant>) {
+        let _ = deadline;
     }
 
     /// A connection of its own to the same server for the background refresher, which must never

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::protocol::{Signal, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
 use super::scripts::LEAVE;
-use super::transport::Transport;
+use super::transport::{RunError, RunErrorKind, Transport};
 use super::{is_loading, keys, ttl_millis, RedisStore};
 use crate::store::{BlockingStore, Mode, WaitReport};
 use crate::{Error, Key, Result, Ttl};
@@ -121,8 +121,16 @@ impl<T: Transport> RedisStore<T> {
 
     /// Past the deadline: one last attempt, then leave the queue (releasing the lock should a
     /// release have handed it over meanwhile; should this fail, the entry expires within the
-    /// protocol's ALIVE_FOR). A server still loading its data refuses it too.
-    fn last_attempt(&self, key: &mut Key, mode: Mode, ttl: Ttl, queue: &WaitKeys) -> Result<bool> {
+    /// protocol's ALIVE_FOR). A server still loading its data refuses it too; one that has not
+    /// answered at all during the wait (`answered` false) is an error, else the wait just ends.
+    fn last_attempt(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Ttl,
+        queue: &WaitKeys,
+        answered: bool,
+    ) -> Result<bool> {
         let script = Self::prepare(key, mode, ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
         let args = [ttl_ms.as_bytes(), WAITING, b"", queue.overdue()];
@@ -131,11 +139,34 @@ impl<T: Transport> RedisStore<T> {
                 self.check_not_expired(key)?;
                 return Ok(true);
             }
-            Err(e) if !is_loading(&e) => return Err(e),
+            Err(e) if is_timed_out(&e) && !answered => return Err(e),
+            Err(e) if !is_loading(&e) && !is_timed_out(&e) => return Err(e),
             _ => {}
         }
         let _ = self.run(&LEAVE, key, &queue.all(), &[]);
         Ok(false)
+    }
+}
+
+/// Whether `e` is a socket wait that ran out (the server did not answer in time).
+fn is_timed_out(e: &Error) -> bool {
+    matches!(e, Error::Storage { source: Some(cause), .. }
+        if cause.downcast_ref::<RunError>().is_some_and(|e| e.kind() == RunErrorKind::TimedOut))
+}
+
+/// Bounds every socket wait of a transport by a deadline while it lives.
+struct DeadlineGuard<'a, T: Transport>(&'a T);
+
+impl<'a, T: Transport> DeadlineGuard<'a, T> {
+    fn new(transport: &'a T, deadline: Option<Instant>) -> Self {
+        transport.set_deadline(deadline);
+        DeadlineGuard(transport)
+    }
+}
+
+impl<T: Transport> Drop for DeadlineGuard<'_, T> {
+    fn drop(&mut self) {
+        self.0.set_deadline(None);
     }
 }
 
@@ -150,12 +181,15 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
     ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
         let queue = WaitKeys::new(key.resource(), key.token()?.as_str());
+        let _bounded = DeadlineGuard::new(&self.transport, deadline);
         // The holder's remaining time, as the last refusal told it.
         let mut hint = None::<Duration>;
+        // Whether the server answered any attempt of this wait.
+        let mut answered = false;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
-                return self.last_attempt(key, mode, ttl, &queue);
+                return self.last_attempt(key, mode, ttl, &queue, answered);
             }
             let pause = [Some(SIGNAL_POLL_CAP), hint, left]
                 .into_iter()
@@ -171,8 +205,15 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                     report.polls += 1;
                     continue;
                 }
+                // No answer in time (a paused or busy server): a wait with a deadline rides it
+                // out on a new connection until the deadline, which bounds every socket wait.
+                Err(e) if is_timed_out(&e) && deadline.is_some() => {
+                    report.polls += 1;
+                    continue;
+                }
                 other => other?,
             };
+            answered = true;
             match round {
                 Round::Got { handed_over } => {
                     report.wakeups += u64::from(handed_over);
@@ -186,7 +227,15 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                     // The holder expires before the pause would have ended: wait that long only.
                     let asked = Instant::now();
                     let pause = holder_left.unwrap_or(pause).min(pause);
-                    if self.wait_for_signal(&queue.grant, pause)? == Some(Signal::Granted) {
+                    let signal = match self.wait_for_signal(&queue.grant, pause) {
+                        Err(e) if is_timed_out(&e) && deadline.is_some() => {
+                            report.polls += 1;
+                            hint = None;
+                            continue;
+                        }
+                        other => other?,
+                    };
+                    if signal == Some(Signal::Granted) {
                         report.wakeups += 1;
                         self.accept_hand_over(key, ttl, asked)?;
                         return Ok(true);
