@@ -45,16 +45,27 @@ pub fn wait(blocking: bool, timeout: Option<f64>) -> PhpResult<Wait> {
     let Some(secs) = timeout else {
         return Ok(if blocking { Wait::Forever } else { Wait::No });
     };
-    let duration = Some(secs)
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| {
-            to_php(Error::InvalidArgument {
-                message: format!(
-                    "The timeout must be a finite number of seconds, 0 or more, {secs} given."
-                ),
-            })
-        })?;
+    let why = if secs.is_nan() {
+        Some("not a number")
+    } else if secs.is_infinite() {
+        Some("not finite (for no limit, pass null with $blocking = true)")
+    } else if secs < 0.0 {
+        Some("negative")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(to_php(Error::InvalidArgument {
+            message: format!(
+                "The timeout must be a finite number of seconds, 0 or more: {} is {why}.",
+                deadbolt_core::shown_secs(secs)
+            ),
+        }));
+    }
+    // Finite but beyond any clock (1e20 s): as good as no limit.
+    let Ok(duration) = Duration::try_from_secs_f64(secs) else {
+        return Ok(Wait::Forever);
+    };
     if duration.is_zero() {
         return Ok(Wait::No);
     }
@@ -65,7 +76,12 @@ pub fn wait(blocking: bool, timeout: Option<f64>) -> PhpResult<Wait> {
 
 /// A maximum hold in seconds for the refresher (positive, finite), if given.
 pub fn max_hold(secs: Option<f64>) -> PhpResult<Option<Duration>> {
-    secs.map(|secs| ttl(secs).map(Ttl::duration)).transpose()
+    secs.map(|secs| {
+        Ttl::named(secs, "maxHold")
+            .map(Ttl::duration)
+            .map_err(to_php)
+    })
+    .transpose()
 }
 
 /// An object's class name for a message. Anonymous classes are named `class@anonymous` plus a NUL

@@ -47,4 +47,4 @@ pub use store::{
     wait, BlockingStore, Capabilities, ExpiringStore, Extender, FencingStore, Mode, Store,
     WaitReport,
 };
-pub use ttl::Ttl;
+pub use ttl::{shown as shown_secs, Ttl};

@@ -20,13 +20,34 @@ impl Ttl {
     /// [`Error::InvalidTtl`] when `secs` is NaN, infinite, zero, negative or above ~31 years.
     /// Zero is refused on purpose: symfony/lock silently reads 0 as "no expiry".
     pub fn from_secs(secs: f64) -> Result<Self> {
-        if secs.is_finite() && secs > 0.0 && secs <= MAX_SECS {
-            let duration = Duration::try_from_secs_f64(secs).map_err(|_| invalid(secs))?;
-            if !duration.is_zero() {
-                return Ok(Ttl(duration));
+        Self::named(secs, "The TTL")
+    }
+
+    /// As [`Ttl::from_secs`], for a duration with another name in messages (`maxHold`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidTtl`] naming `what` and why.
+    pub fn named(secs: f64, what: &str) -> Result<Self> {
+        let why = if secs.is_nan() {
+            "not a number"
+        } else if secs.is_infinite() {
+            "not finite"
+        } else if secs <= 0.0 {
+            "not positive"
+        } else if secs > MAX_SECS {
+            "above the maximum of 1e9 seconds (about 31 years)"
+        } else {
+            match Duration::try_from_secs_f64(secs) {
+                Ok(duration) if !duration.is_zero() => return Ok(Ttl(duration)),
+                _ => "below the resolution of 1 nanosecond",
             }
-        }
-        Err(invalid(secs))
+        };
+        Err(Error::InvalidTtl {
+            message: format!(
+                "{what} must be a positive, finite number of seconds: {} is {why}.",
+                shown(secs)
+            ),
+        })
     }
 
     /// A TTL from the duration of one (as kept in an atomic); `None` for zero.
@@ -45,11 +66,13 @@ impl Ttl {
     }
 }
 
-fn invalid(secs: f64) -> Error {
-    Error::InvalidTtl {
-        message: format!(
-            "The TTL must be a positive, finite number of seconds (at most {MAX_SECS:e}), {secs} given."
-        ),
+/// A number of seconds as a message shows it: short (`5e-324`, not 325 digits), as PHP prints it.
+pub fn shown(secs: f64) -> String {
+    let plain = format!("{secs}");
+    if plain.len() <= 20 {
+        plain
+    } else {
+        format!("{secs:e}")
     }
 }
 
@@ -81,5 +104,20 @@ mod tests {
                 "{bad} should be refused"
             );
         }
+    }
+
+    #[test]
+    fn a_refusal_says_what_and_why_in_a_short_number() {
+        let message = |secs: f64, what: &str| Ttl::named(secs, what).unwrap_err().to_string();
+        assert_eq!(
+            message(5e-324, "The TTL"),
+            "The TTL must be a positive, finite number of seconds: 5e-324 is below the resolution of 1 nanosecond."
+        );
+        assert_eq!(
+            message(-2.5, "maxHold"),
+            "maxHold must be a positive, finite number of seconds: -2.5 is not positive."
+        );
+        assert!(message(f64::INFINITY, "The TTL").contains("inf is not finite"));
+        assert!(message(1e12, "The TTL").contains("above the maximum"));
     }
 }
