@@ -245,4 +245,50 @@ final class ExceptionTriggersTest extends DeadboltTestCase
         $this->expectException(\TypeError::class);
         $store->save(new \Symfony\Component\Lock\Key('symfony'));
     }
+
+    /**
+     * Messages say what was wrong in our words, with numbers as PHP prints them: not 325 digits for 5e-324, not "the
+     * TTL" for maxHold, not "not finite" for a finite timeout (a timeout beyond any clock waits without limit).
+     */
+    public function testMessagesNameWhatWasWrong(): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+        $cases = [
+            'a TTL below 1 ns' => [static fn () => $factory->createLock('m', 5e-324), InvalidTtlException::class, 'The TTL must be a positive, finite number of seconds: 5e-324 is below the resolution of 1 nanosecond.'],
+            'a negative maxHold' => [static fn () => $factory->createLock('m', 30.0, true, true, -1.0), InvalidTtlException::class, 'maxHold must be a positive, finite number of seconds: -1 is not positive.'],
+            'a NaN timeout' => [static fn () => $factory->createLock('m')->acquire(true, NAN), InvalidArgumentException::class, 'The timeout must be a finite number of seconds, 0 or more: NaN is not a number.'],
+        ];
+        foreach ($cases as $what => [$call, $class, $message]) {
+            try {
+                $call();
+                $this->fail("$what was accepted");
+            } catch (\Throwable $e) {
+                $this->assertInstanceOf($class, $e, $what);
+                $this->assertSame($message, $e->getMessage(), $what);
+            }
+        }
+        $lock = $factory->createLock('m-huge-timeout');
+        $this->assertTrue($lock->acquire(true, 1e20), 'a finite timeout beyond any clock');
+        $lock->release();
+    }
+
+    /**
+     * A refresh whose TTL ran out on the way is a failed refresh, not a lock that "expired before it was acquired".
+     */
+    public function testARefreshThatExpiresOnTheWaySaysSo(): void
+    {
+        $lock = (new LockFactory(new \Deadbolt\Store\RedisStore(\Deadbolt\Tests\Support\SharedRedis::dsn())))->createLock(uniqid(__METHOD__, true), 30.0);
+        $this->assertTrue($lock->acquire());
+        try {
+            $lock->refresh(0.000001);
+            $this->fail('a refresh to 1 µs did not fail');
+        } catch (\Throwable $e) {
+            $chain = '';
+            for ($cause = $e; null !== $cause; $cause = $cause->getPrevious()) {
+                $chain .= $cause->getMessage()."\n";
+            }
+            $this->assertStringContainsString('put off the expiration', $chain);
+            $this->assertStringNotContainsString('before it was acquired', $chain);
+        }
+    }
 }

@@ -159,6 +159,17 @@ pub(crate) fn expired_on_save(store: &dyn Store, key: &mut Key) -> Error {
     }
 }
 
+/// The failure of an extension whose key ran out of lifetime on the way (symfony/lock's message).
+pub(crate) fn expired_on_refresh(store: &dyn Store, key: &Key) -> Error {
+    Error::Expired {
+        message: format!(
+            "Failed to put off the expiration of the \"{}\" lock in {} within the specified time.",
+            key.display_resource(),
+            store.name()
+        ),
+    }
+}
+
 /// Extends locks from a background thread: no PHP, no key object, only what was copied out.
 pub trait Extender: Send + Sync {
     /// Extends the lock that `token` holds on `resource` by `ttl`; false when it is no longer held.

@@ -21,7 +21,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::store::{
-    expired_on_save, Capabilities, ExpiringStore, Extender, FencingStore, Mode, Store,
+    expired_on_refresh, expired_on_save, Capabilities, ExpiringStore, Extender, FencingStore, Mode,
+    Store,
 };
 use crate::{Error, Key, Result, Ttl};
 use native::NativeTransport;
@@ -175,7 +176,12 @@ impl<T: Transport> Store for RedisStore<T> {
         if self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()])? != 1 {
             return Err(self.not_held(key));
         }
-        self.check_not_expired(key)
+        if key.is_expired() {
+            // As symfony/lock: what is left goes (a failed cleanup is dropped; Redis expires it).
+            let _ = self.delete(key);
+            return Err(expired_on_refresh(self, key));
+        }
+        Ok(())
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
