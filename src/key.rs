@@ -115,3 +115,31 @@ impl PhpKey {
         Ok(())
     }
 }
+
+impl PhpKey {
+    /// Two Key objects are `==` only when they are one key (the same object, or objects sharing
+    /// one engine key): a Key is an ownership, not a value, and two keys of one resource exclude
+    /// each other.
+    pub fn hook_compare() {
+        static HOOKED: std::sync::Once = std::sync::Once::new();
+        HOOKED.call_once(|| crate::zend_object::hook_compare::<PhpKey>(compare_keys));
+    }
+}
+
+unsafe extern "C" fn compare_keys(
+    left: *mut ext_php_rs::ffi::zval,
+    right: *mut ext_php_rs::ffi::zval,
+) -> i32 {
+    let key = |zval: *mut ext_php_rs::ffi::zval| {
+        // SAFETY: PHP hands two live zvals; a zval is ext-php-rs' `Zval`.
+        unsafe { zval.cast::<ext_php_rs::types::Zval>().as_ref() }
+            .and_then(|zval| zval.object())
+            .and_then(ext_php_rs::types::ZendClassObject::<PhpKey>::from_zend_obj)
+            .map(|key| Arc::clone(&key.inner))
+    };
+    match (key(left), key(right)) {
+        (Some(a), Some(b)) => i32::from(!Arc::ptr_eq(&a, &b)),
+        // SAFETY: the zvals PHP handed this hook.
+        _ => unsafe { crate::zend_object::standard_compare(left, right) },
+    }
+}

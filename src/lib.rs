@@ -40,6 +40,7 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     zend_object::let_serialize_reach::<lock::PhpLock>();
     zend_object::let_serialize_reach::<key::PhpKey>();
     lock::PhpLock::hook_destructor();
+    key::PhpKey::hook_compare();
     mark_secret_parameters();
     end_of_request::reset();
     0

@@ -185,3 +185,36 @@ pub fn mark_sensitive_parameter<T: RegisteredClass>(method: &str, position: u32)
         );
     }
 }
+
+/// The engine's own comparison of objects (`zend_std_compare_objects`), kept by [`hook_compare`].
+type Compare = unsafe extern "C" fn(*mut ext_php_rs::ffi::zval, *mut ext_php_rs::ffi::zval) -> i32;
+static STANDARD_COMPARE: OnceLock<Compare> = OnceLock::new();
+
+/// Makes `==` (and `<=>`) on objects of class `T` go through `compare`, which may hand anything it
+/// does not decide to [`standard_compare`]. Call once per process, as [`hook_destructor`].
+pub fn hook_compare<T: RegisteredClass>(compare: Compare) {
+    let handlers = std::ptr::from_ref(T::get_metadata().handlers()).cast_mut();
+    // SAFETY: as in `hook_destructor`: ext-php-rs' static handler table, one pointer swapped on
+    // PHP's thread before any object of the class exists.
+    unsafe {
+        if let Some(standard) = (*handlers).compare {
+            let _ = STANDARD_COMPARE.set(standard);
+        }
+        (*handlers).compare = Some(compare);
+    }
+}
+
+/// The engine's comparison, for what a compare hook does not decide itself.
+///
+/// # Safety
+/// The zvals PHP handed the hook.
+pub unsafe fn standard_compare(
+    left: *mut ext_php_rs::ffi::zval,
+    right: *mut ext_php_rs::ffi::zval,
+) -> i32 {
+    match STANDARD_COMPARE.get() {
+        // SAFETY: the engine's comparison, called as the engine would have called it.
+        Some(standard) => unsafe { standard(left, right) },
+        None => 1,
+    }
+}

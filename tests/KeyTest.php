@@ -253,4 +253,16 @@ final class KeyTest extends DeadboltTestCase
         }
         $this->assertNotInstanceOf(Key::class, $result);
     }
+
+    /**
+     * A Key is an ownership, not a value: two distinct Keys are never ==, whatever their resources (two keys of one
+     * resource exclude each other), and a Key is == only to itself.
+     */
+    public function testTwoDistinctKeysAreNotEqual(): void
+    {
+        $a = new Key('a');
+        $this->assertFalse($a == new Key('b'));
+        $this->assertFalse($a == new Key('a'), 'the same resource');
+        $this->assertTrue($a == $a);
+    }
 }
