@@ -143,3 +143,11 @@ unsafe extern "C" fn compare_keys(
         _ => unsafe { crate::zend_object::standard_compare(left, right) },
     }
 }
+
+impl crate::zend_object::DebugInfo for PhpKey {
+    fn debug_info(&self, table: &mut ZendHashTable) {
+        let key = self.inner.lock();
+        let _ = table.insert("resource", Binary::new(key.resource().to_vec()));
+        let _ = table.insert("remainingLifetime", key.remaining_lifetime());
+    }
+}

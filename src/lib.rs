@@ -41,6 +41,7 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     zend_object::let_serialize_reach::<key::PhpKey>();
     lock::PhpLock::hook_destructor();
     key::PhpKey::hook_compare();
+    show_safe_state();
     mark_secret_parameters();
     end_of_request::reset();
     0
@@ -53,6 +54,19 @@ fn mark_secret_parameters() {
     MARKED.call_once(|| {
         zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
         zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
+    });
+}
+
+/// `var_dump()` and `print_r()` of Deadbolt objects show their safe state (zend_object.rs).
+fn show_safe_state() {
+    static HOOKED: std::sync::Once = std::sync::Once::new();
+    HOOKED.call_once(|| {
+        zend_object::hook_debug_info::<key::PhpKey>();
+        zend_object::hook_debug_info::<lock::PhpLock>();
+        zend_object::hook_debug_info::<lock_factory::PhpLockFactory>();
+        zend_object::hook_debug_info::<stores::PhpFlockStore>();
+        zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
+        zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     });
 }
 

@@ -238,3 +238,15 @@ unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
     // SAFETY: the object PHP handed this hook.
     unsafe { standard_destructor(object) };
 }
+
+impl crate::zend_object::DebugInfo for PhpLock {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        let resource = self.inner.key().lock().resource().to_vec();
+        let _ = table.insert("resource", ext_php_rs::binary::Binary::new(resource));
+        let _ = table.insert("store", self.inner.store().name());
+        let _ = table.insert("held", self.inner.holds());
+        let _ = table.insert("ttl", self.inner.ttl().map(deadbolt_core::Ttl::as_secs));
+        let _ = table.insert("remainingLifetime", self.inner.remaining_lifetime());
+        let _ = table.insert("lost", self.inner.is_lost());
+    }
+}

@@ -90,3 +90,9 @@ impl PhpLockFactory {
         Ok(())
     }
 }
+
+impl crate::zend_object::DebugInfo for PhpLockFactory {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        let _ = table.insert("store", self.store.store().name());
+    }
+}

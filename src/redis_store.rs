@@ -94,3 +94,10 @@ store_class_methods!(PhpRedisStore {
         Self::connect(connection, initialTtl)
     }
 });
+
+impl crate::zend_object::DebugInfo for PhpRedisStore {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        // The redacted endpoint ("RedisStore(redis://host:port/db)"): never a user or a password.
+        let _ = table.insert("store", self.engine().name());
+    }
+}

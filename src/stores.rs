@@ -75,3 +75,15 @@ pub(crate) fn system_temp_dir() -> PhpResult<String> {
         .and_then(|dir| dir.string())
         .ok_or_else(|| invalid_argument("Cannot determine the system temp directory.".into()))
 }
+
+impl crate::zend_object::DebugInfo for PhpFlockStore {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        let _ = table.insert("store", self.engine().name());
+    }
+}
+
+impl crate::zend_object::DebugInfo for PhpInMemoryStore {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        let _ = table.insert("store", self.engine().name());
+    }
+}

@@ -218,3 +218,41 @@ pub unsafe fn standard_compare(
         None => 1,
     }
 }
+
+/// What `var_dump()`, `print_r()` and `debug_zval_dump()` show of an object of a Deadbolt class:
+/// safe state only (resource, held or not, time left, store kind and redacted endpoint), never a
+/// token or a password. Rust-backed objects have no PHP properties, so without this they show
+/// nothing.
+pub trait DebugInfo {
+    /// Adds the fields to show to `table`.
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable);
+}
+
+/// Makes the debug views of class `T` show [`DebugInfo::debug_info`]. Call once per process, as
+/// [`hook_destructor`].
+pub fn hook_debug_info<T: RegisteredClass + DebugInfo>() {
+    let handlers = std::ptr::from_ref(T::get_metadata().handlers()).cast_mut();
+    // SAFETY: as in `hook_destructor`.
+    unsafe { (*handlers).get_debug_info = Some(debug_info_of::<T>) };
+}
+
+unsafe extern "C" fn debug_info_of<T: RegisteredClass + DebugInfo>(
+    object: *mut ZendObject,
+    is_temp: *mut std::ffi::c_int,
+) -> *mut ext_php_rs::ffi::HashTable {
+    // SAFETY: PHP hands a live object of the class and a place for the "temporary" flag: the
+    // engine frees the table it is given after showing it.
+    unsafe {
+        if let Some(is_temp) = is_temp.as_mut() {
+            *is_temp = 1;
+        }
+        let mut table = ext_php_rs::types::ZendHashTable::new();
+        if let Some(object) = object
+            .as_ref()
+            .and_then(ext_php_rs::types::ZendClassObject::<T>::from_zend_obj)
+        {
+            object.debug_info(&mut table);
+        }
+        table.into_raw().cast()
+    }
+}

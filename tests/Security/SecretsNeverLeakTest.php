@@ -26,6 +26,36 @@ final class SecretsNeverLeakTest extends DeadboltTestCase
     private const PASSWORD_ENV = 'DEADBOLT_TEST_LEAK_PASSWORD';
 
     /**
+     * var_dump() and print_r() of Deadbolt objects show their safe state (resource, held or not, TTL, time left, the
+     * store's kind and redacted endpoint), never the owner token or the DSN's user and password.
+     */
+    public function testDebugViewsShowTheSafeStateOnly(): void
+    {
+        $password = 'Dump-Pw-'.bin2hex(random_bytes(4));
+        $store = new \Deadbolt\Store\RedisStore('redis://app:'.$password.'@127.0.0.1:1/3');
+        $factory = new \Deadbolt\LockFactory(new \Deadbolt\Store\InMemoryStore());
+        $key = new \Deadbolt\Key('dumped-resource');
+        $lock = $factory->createLockFromKey($key, 30.0);
+        $this->assertTrue($lock->acquire());
+        $token = $key->__serialize()['token'];
+
+        ob_start();
+        var_dump($store, $factory, $key, $lock);
+        print_r($lock);
+        print_r($store);
+        $shown = (string) ob_get_clean();
+
+        $this->assertStringContainsString('RedisStore(redis://127.0.0.1:1/3)', $shown);
+        $this->assertStringContainsString('dumped-resource', $shown);
+        $this->assertStringContainsString('["held"]=>'."\n".'  bool(true)', $shown);
+        $this->assertStringContainsString('["ttl"]=>'."\n".'  float(30)', $shown);
+        $this->assertStringNotContainsString($password, $shown);
+        $this->assertStringNotContainsString('app', str_replace(['dumped-resource'], '', $shown));
+        $this->assertStringNotContainsString($token, $shown);
+        $lock->release();
+    }
+
+    /**
      * The parameters that carry a DSN or a client are #[\SensitiveParameter] (as symfony/lock's and PDO's are): with
      * zend.exception_ignore_args=0 (PHP's development default), an exception thrown by the call shows a
      * SensitiveParameterValue in its trace, never the DSN and its password.

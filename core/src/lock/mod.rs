@@ -194,6 +194,17 @@ impl Lock {
         Ok(self.fence)
     }
 
+    /// Whether this lock took its key and has not let go since, as far as it knows (no store
+    /// call: symfony/lock's `dirty`).
+    pub fn holds(&self) -> bool {
+        self.dirty && !self.is_lost()
+    }
+
+    /// The TTL given at each acquire and refresh.
+    pub fn ttl(&self) -> Option<Ttl> {
+        self.ttl
+    }
+
     /// True once the key's lifetime has passed.
     pub fn is_expired(&self) -> bool {
         self.key.lock().is_expired()
