@@ -7,8 +7,9 @@
 //! - `scripts.rs` and `scripts/*.lua`: the scripts;
 //! - `wait.rs`: the one wait loop;
 //! - `transport.rs`: what a connection must do, and its errors; `native.rs` is ours (by DSN,
-//!   `dsn.rs`), the extension lends PHP's clients.
+//!   `dsn.rs`, through the redis-rs client of `client.rs`), the extension lends PHP's clients.
 
+mod client;
 pub mod dsn;
 mod keys;
 pub mod native;

@@ -10,14 +10,13 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 
 use crate::process::PerProcess;
-use crate::store::redis::dsn::{Dsn, Endpoint};
+use crate::store::redis::client::client_for;
+use crate::store::redis::dsn::Dsn;
 use crate::store::redis::protocol::Signal;
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
-use crate::Error;
 
 /// Eviction policies that may drop a live lock key.
 const EVICTING_POLICIES: [&str; 2] = ["allkeys-", "volatile-"];
@@ -90,7 +89,7 @@ impl NativeTransport {
     /// A transport for `dsn_text`. Does not connect: the first script does.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a malformed DSN or an unreadable CA file.
+    /// [`crate::Error::InvalidArgument`] for a malformed DSN or an unreadable CA file.
     pub fn new(dsn_text: &str) -> crate::Result<Self> {
         let dsn = Dsn::parse(dsn_text)?;
         let client = client_for(&dsn)?;
@@ -350,73 +349,5 @@ impl NativeTransport {
             RunErrorKind::Connection,
             format!("Redis at {}: connection lost", self.name),
         ))
-    }
-}
-
-/// TLS is rustls (with the ring provider): its handshake runs on the connection's first read or
-/// write, so it falls under the socket timeouts like every command (`timeout` while connecting
-/// and authenticating, `read_timeout` after), and a stalled server, or `rediss://` pointed at a
-/// plain port, ends in an error instead of a wait without end.
-fn install_tls_provider() {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        // Refused when a provider is installed already (by another user of rustls): that one serves.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-fn client_for(dsn: &Dsn) -> crate::Result<redis::Client> {
-    let invalid = |why: String| Error::InvalidArgument {
-        message: format!("Invalid Redis DSN for {}: {why}.", dsn.redacted()),
-    };
-    let addr = match &dsn.endpoint {
-        Endpoint::Tcp {
-            host,
-            port,
-            tls: false,
-        } => ConnectionAddr::Tcp(host.clone(), *port),
-        Endpoint::Tcp {
-            host,
-            port,
-            tls: true,
-        } => {
-            install_tls_provider();
-            ConnectionAddr::TcpTls {
-                host: host.clone(),
-                port: *port,
-                insecure: false,
-                tls_params: None,
-            }
-        }
-        Endpoint::Unix(path) => ConnectionAddr::Unix(path.clone()),
-    };
-    let mut redis_info = RedisConnectionInfo::default()
-        .set_db(dsn.db)
-        .set_skip_set_lib_name();
-    if let Some(user) = &dsn.username {
-        redis_info = redis_info.set_username(user);
-    }
-    if let Some(password) = &dsn.password {
-        redis_info = redis_info.set_password(password);
-    }
-    let info: ConnectionInfo = addr
-        .into_connection_info()
-        .map_err(|e| invalid(e.to_string()))?
-        .set_redis_settings(redis_info);
-    match &dsn.ca_file {
-        None => redis::Client::open(info).map_err(|e| invalid(e.to_string())),
-        Some(ca_file) => {
-            let pem = std::fs::read(ca_file).map_err(|e| {
-                invalid(format!(
-                    "cannot read the CA file \"{}\": {e}",
-                    ca_file.display()
-                ))
-            })?;
-            let certificates = redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(pem),
-            };
-            redis::Client::build_with_tls(info, certificates).map_err(|e| invalid(e.to_string()))
-        }
     }
 }
