@@ -121,8 +121,7 @@ impl PhpKey {
     /// one engine key): a Key is an ownership, not a value, and two keys of one resource exclude
     /// each other.
     pub fn hook_compare() {
-        static HOOKED: std::sync::Once = std::sync::Once::new();
-        HOOKED.call_once(|| crate::zend_object::hook_compare::<PhpKey>(compare_keys));
+        crate::zend_object::hook_compare::<PhpKey>(compare_keys);
     }
 }
 

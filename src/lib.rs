@@ -31,43 +31,36 @@ fn startup(_ty: i32, _module_number: i32) -> i32 {
     }
 }
 
-/// RINIT. symfony/lock answers `serialize($lock)` with a `BadMethodCallException`, which
-/// `Lock::__serialize` throws once the engine lets `serialize()` reach it; a Key of a store not
-/// bound to a process must travel, which `Key::__serialize` does (zend_object.rs says why this
-/// waits for RINIT). Locks get their destructor hook; the request starts with no lock to release
-/// at its end.
+/// RINIT: the engine hooks go in once per process (the classes are registered after MINIT, and
+/// no object of theirs exists yet), and each request starts with no lock to release at its end.
 extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
-    zend_object::let_serialize_reach::<lock::PhpLock>();
-    zend_object::let_serialize_reach::<key::PhpKey>();
-    lock::PhpLock::hook_destructor();
-    key::PhpKey::hook_compare();
-    show_safe_state();
-    mark_secret_parameters();
+    static HOOKED: std::sync::Once = std::sync::Once::new();
+    HOOKED.call_once(install_engine_hooks);
     end_of_request::reset();
     0
 }
 
-/// The parameters that may carry a password (a DSN, or a client object holding one) are
-/// `#[\SensitiveParameter]`, as symfony/lock's and PDO's are: traces never show them.
-fn mark_secret_parameters() {
-    static MARKED: std::sync::Once = std::sync::Once::new();
-    MARKED.call_once(|| {
-        zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
-        zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
-    });
-}
-
-/// `var_dump()` and `print_r()` of Deadbolt objects show their safe state (zend_object.rs).
-fn show_safe_state() {
-    static HOOKED: std::sync::Once = std::sync::Once::new();
-    HOOKED.call_once(|| {
-        zend_object::hook_debug_info::<key::PhpKey>();
-        zend_object::hook_debug_info::<lock::PhpLock>();
-        zend_object::hook_debug_info::<lock_factory::PhpLockFactory>();
-        zend_object::hook_debug_info::<stores::PhpFlockStore>();
-        zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
-        zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
-    });
+/// Every change to the engine's classes, in one place (zend_object.rs does each):
+/// - `serialize()` reaches `Lock::__serialize` (symfony/lock's `BadMethodCallException`) and
+///   `Key::__serialize` (a Key of a store not bound to a process travels);
+/// - a Lock dying while held is released in PHP's destructor phase;
+/// - two distinct Keys are not `==`;
+/// - `var_dump()`/`print_r()` show each object's safe state;
+/// - the parameters that may carry a password (a DSN, or a client holding one) are
+///   `#[\SensitiveParameter]`, as symfony/lock's and PDO's are.
+fn install_engine_hooks() {
+    zend_object::let_serialize_reach::<lock::PhpLock>();
+    zend_object::let_serialize_reach::<key::PhpKey>();
+    lock::PhpLock::hook_destructor();
+    key::PhpKey::hook_compare();
+    zend_object::hook_debug_info::<key::PhpKey>();
+    zend_object::hook_debug_info::<lock::PhpLock>();
+    zend_object::hook_debug_info::<lock_factory::PhpLockFactory>();
+    zend_object::hook_debug_info::<stores::PhpFlockStore>();
+    zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
+    zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
+    zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
+    zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
 }
 
 /// The `deadbolt` section of `phpinfo()`.

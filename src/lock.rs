@@ -61,8 +61,7 @@ impl PhpLock {
     /// symfony/lock's destructor without its fatal error when the store is down. After a fatal
     /// error PHP runs no destructors; Rust's `Drop` then releases the locks of owned stores.
     pub fn hook_destructor() {
-        static HOOKED: std::sync::Once = std::sync::Once::new();
-        HOOKED.call_once(|| hook_destructor::<PhpLock>(destroy_lock));
+        hook_destructor::<PhpLock>(destroy_lock);
     }
 
     pub fn new(inner: Lock, logger: Option<Zval>) -> Self {

@@ -34,7 +34,7 @@ static STANDARD_DESTRUCTOR: OnceLock<unsafe extern "C" fn(*mut ZendObject)> = On
 /// placeholder object of a failed `clone`, which has no Rust state, and a method cannot be called
 /// on it. Call once per process, at the first request startup, before any such object exists.
 pub fn hook_destructor<T: RegisteredClass>(hook: unsafe extern "C" fn(*mut ZendObject)) {
-    let handlers = std::ptr::from_ref(T::get_metadata().handlers()).cast_mut();
+    let handlers = handlers_of::<T>();
     // SAFETY: the handler table is ext-php-rs' static for this class, alive for the whole
     // process; this runs on PHP's thread before any object of the class exists, and only swaps
     // one function pointer.
@@ -44,6 +44,12 @@ pub fn hook_destructor<T: RegisteredClass>(hook: unsafe extern "C" fn(*mut ZendO
         }
         (*handlers).dtor_obj = Some(hook);
     }
+}
+
+/// The object handler table ext-php-rs keeps for class `T` (a static, alive for the whole
+/// process), to swap one of its function pointers.
+fn handlers_of<T: RegisteredClass>() -> *mut ext_php_rs::ffi::zend_object_handlers {
+    std::ptr::from_ref(T::get_metadata().handlers()).cast_mut()
 }
 
 /// What a destructor hook calls last: the engine's own destructor.
@@ -191,9 +197,9 @@ type Compare = unsafe extern "C" fn(*mut ext_php_rs::ffi::zval, *mut ext_php_rs:
 static STANDARD_COMPARE: OnceLock<Compare> = OnceLock::new();
 
 /// Makes `==` (and `<=>`) on objects of class `T` go through `compare`, which may hand anything it
-/// does not decide to [`standard_compare`]. Call once per process, as [`hook_destructor`].
+/// does not decide to [`standard_compare`]. Call once per process, as [`hook_destructor`] (`install_engine_hooks` in lib.rs).
 pub fn hook_compare<T: RegisteredClass>(compare: Compare) {
-    let handlers = std::ptr::from_ref(T::get_metadata().handlers()).cast_mut();
+    let handlers = handlers_of::<T>();
     // SAFETY: as in `hook_destructor`: ext-php-rs' static handler table, one pointer swapped on
     // PHP's thread before any object of the class exists.
     unsafe {
@@ -231,7 +237,7 @@ pub trait DebugInfo {
 /// Makes the debug views of class `T` show [`DebugInfo::debug_info`]. Call once per process, as
 /// [`hook_destructor`].
 pub fn hook_debug_info<T: RegisteredClass + DebugInfo>() {
-    let handlers = std::ptr::from_ref(T::get_metadata().handlers()).cast_mut();
+    let handlers = handlers_of::<T>();
     // SAFETY: as in `hook_destructor`.
     unsafe { (*handlers).get_debug_info = Some(debug_info_of::<T>) };
 }

@@ -143,10 +143,20 @@ impl<T: Transport> RedisStore<T> {
     }
 }
 
+/// The kind of transport failure behind a storage error of this store, if it is one.
+fn run_error_kind(e: &Error) -> Option<RunErrorKind> {
+    match e {
+        Error::Storage {
+            source: Some(cause),
+            ..
+        } => cause.downcast_ref::<RunError>().map(RunError::kind),
+        _ => None,
+    }
+}
+
 /// Whether `e` is the store's answer that Redis is still loading its data after a restart.
 fn is_loading(e: &Error) -> bool {
-    matches!(e, Error::Storage { source: Some(cause), .. }
-        if cause.downcast_ref::<RunError>().is_some_and(|e| e.kind() == RunErrorKind::Loading))
+    run_error_kind(e) == Some(RunErrorKind::Loading)
 }
 
 /// Milliseconds for Redis, rounded up so a tiny TTL never becomes 0.

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::protocol::{Signal, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
 use super::scripts::LEAVE;
-use super::transport::{RunError, RunErrorKind, Transport};
-use super::{is_loading, keys, ttl_millis, RedisStore};
+use super::transport::{RunErrorKind, Transport};
+use super::{is_loading, keys, run_error_kind, ttl_millis, RedisStore};
 use crate::store::{BlockingStore, Mode, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 
@@ -150,8 +150,7 @@ impl<T: Transport> RedisStore<T> {
 
 /// Whether `e` is a socket wait that ran out (the server did not answer in time).
 fn is_timed_out(e: &Error) -> bool {
-    matches!(e, Error::Storage { source: Some(cause), .. }
-        if cause.downcast_ref::<RunError>().is_some_and(|e| e.kind() == RunErrorKind::TimedOut))
+    run_error_kind(e) == Some(RunErrorKind::TimedOut)
 }
 
 /// Bounds every socket wait of a transport by a deadline while it lives.
