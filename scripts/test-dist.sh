@@ -19,15 +19,20 @@ dist=target/dist
 (cd "$dist" && sha256sum --quiet -c SHA256SUMS) || { echo "test-dist: SHA256SUMS does not match" >&2; exit 1; }
 export DEADBOLT_ROOT_NO_TOOLCHAIN=1
 passed=0; failed=0; failures=()
-check() {  # check LABEL ROOT CMD...: one scenario in a fresh copy of ROOT
+logs=target/test-dist; rm -rf "$logs"; mkdir -p "$logs"
+check() {  # check LABEL ROOT CMD...: one scenario in a fresh copy of ROOT, its output also kept in $logs/N.log
   local label=$1 root=$2; shift 2
+  local log; log=$logs/$((passed + failed + 1)).log
   echo "== $label"
-  if bash scripts/debian-root.sh run "$root" --fresh "$@"; then
+  if bash scripts/debian-root.sh run "$root" --fresh "$@" 2>&1 | tee "$log"; [ "${PIPESTATUS[0]}" = 0 ]; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1)); failures+=("$label")
+    # Repeated at the very end, where a CI log that keeps only its tail still shows why.
+    failure_tails+="--- $label (last lines of $log):"$'\n'"$(tail -10 "$log")"$'\n'
   fi
 }
+failure_tails=
 in_project() { echo "cd '$PWD' && $*"; }
 # Where the NTS build for a platform lives: the host's own in target/, Debian 13's (built in its root) in
 # target/debian13/ unless the host is Debian 13 itself.
@@ -83,6 +88,8 @@ check "ZTS PHP refused (cargo build, phpize, install-binary.sh)" debian13 \
   bash -c "$(in_project "tar -xzf $zts -C / && DEADBOLT_NTS_SO=$build_dir/release/libdeadbolt.so bash scripts/zts-check.sh")"
 
 [ $((passed + failed)) -gt 0 ] || { echo "test-dist: no package was checked" >&2; exit 1; }
-echo "test-dist: ${failures[*]:+failed: ${failures[*]}}"
+[ -z "$failure_tails" ] || printf '%s' "$failure_tails"
+failed_list=$(printf '%s; ' "${failures[@]}")
+echo "test-dist: ${failures[*]:+failed: ${failed_list%; }}"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
