@@ -33,7 +33,7 @@ unmount_below() {
 remove_root() {
   local dir=$1
   unmount_below "$dir"
-  if findmnt -rn -o TARGET | grep -qF "$dir/"; then die "$dir still has mounts; not removing it"; fi
+  if findmnt -rn -o TARGET | grep -F "$dir/" >/dev/null; then die "$dir still has mounts; not removing it"; fi
   rm -rf --one-file-system "$dir"
 }
 

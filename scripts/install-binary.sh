@@ -129,7 +129,7 @@ package first (apt-get remove), or keep using it"
       say "wrote $dir/docker-php-ext-deadbolt.ini" ;;
   esac
   say "recorded in $manifest"
-  if ! "$php" -m 2>/dev/null | grep -qx deadbolt; then
+  if ! "$php" -m 2>/dev/null | grep -x deadbolt >/dev/null; then
     # What PHP said while loading (an "Unable to load dynamic library" names the reason), then the verdict.
     "$php" -m 2>&1 >/dev/null | head -5 | sed 's/^/deadbolt install: php -m said: /' >&2
     die "$php -m does not list deadbolt after the install (php --ini says which files it reads)"

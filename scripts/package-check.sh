@@ -22,7 +22,7 @@ sapis() {  # every PHP binary of the root: the CLI and each php-fpm
 expect_loaded() {
   local bin
   for bin in $(sapis); do
-    "$bin" -m 2>/dev/null | grep -qx deadbolt || fail "$bin -m does not list deadbolt"
+    "$bin" -m 2>/dev/null | grep -x deadbolt >/dev/null || fail "$bin -m does not list deadbolt"
     echo "package-check ($how): $bin -m lists deadbolt"
   done
   bash scripts/demo.sh --installed >/tmp/demo.log 2>&1 || { cat /tmp/demo.log; fail "the report job did not acquire and skip"; }
@@ -31,7 +31,7 @@ expect_loaded() {
 expect_unloaded() {
   local bin
   for bin in $(sapis); do
-    if "$bin" -m 2>/dev/null | grep -qx deadbolt; then fail "$bin -m still lists deadbolt after $1"; fi
+    if "$bin" -m 2>/dev/null | grep -x deadbolt >/dev/null; then fail "$bin -m still lists deadbolt after $1"; fi
   done
   echo "package-check ($how): no SAPI loads deadbolt after $1"
 }

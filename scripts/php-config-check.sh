@@ -12,9 +12,9 @@ so=$CARGO_TARGET_DIR/release/libdeadbolt.so
 /usr/local/bin/php -n -d extension="$so" -r 'exit(extension_loaded("deadbolt") ? 0 : 1);' \
   || fail "the PHP_CONFIG build does not load into /usr/local/bin/php"
 make install || fail "make install"
-/usr/local/bin/php -m | grep -qx deadbolt || fail "/usr/local/bin/php -m does not list deadbolt after make install"
-if /usr/bin/php -m 2>/dev/null | grep -qx deadbolt; then fail "Debian's /usr/bin/php loads deadbolt: make install went to the wrong PHP"; fi
+/usr/local/bin/php -m | grep -x deadbolt >/dev/null || fail "/usr/local/bin/php -m does not list deadbolt after make install"
+if /usr/bin/php -m 2>/dev/null | grep -x deadbolt >/dev/null; then fail "Debian's /usr/bin/php loads deadbolt: make install went to the wrong PHP"; fi
 echo "php-config-check: PHP_CONFIG=$PHP_CONFIG: built for $(/usr/local/bin/php -n -r 'echo PHP_VERSION;'), installed into it only (Debian's $(/usr/bin/php -n -r 'echo PHP_VERSION;') untouched)"
 make uninstall || fail "make uninstall"
-if /usr/local/bin/php -m | grep -qx deadbolt; then fail "deadbolt still loaded after make uninstall"; fi
+if /usr/local/bin/php -m | grep -x deadbolt >/dev/null; then fail "deadbolt still loaded after make uninstall"; fi
 echo "php-config-check: PASS"
