@@ -7,6 +7,7 @@ use ext_php_rs::exception::PhpResult;
 use ext_php_rs::types::{ZendCallable, ZendObject, Zval};
 
 use crate::error_map::{to_php, type_error};
+use crate::php_call::guarded;
 
 /// A TTL in seconds from PHP, validated (positive, finite).
 pub fn ttl(secs: f64) -> PhpResult<Ttl> {
@@ -24,7 +25,8 @@ pub fn logger(object: &mut ZendObject, function: &str) -> PhpResult<Zval> {
         .and_then(|exists| {
             let mut candidate = Zval::new();
             candidate.set_object(object);
-            exists.try_call(vec![&candidate, &"log"])
+            guarded(|| exists.try_call(vec![&candidate, &"log"]))
+                .map_err(|_| ext_php_rs::error::Error::Callable)?
         })
         .ok()
         .and_then(|answer| answer.bool())

@@ -4,51 +4,49 @@
 //! PHP destroys the objects left at the end of a script after the script's last frame is gone,
 //! and a client called there would turn any exception of its own into a fatal error. Shutdown
 //! functions still run inside a frame, so the first such lock of a request registers one armed
-//! [`PhpEndOfRequest`] object with `register_shutdown_function()`; it releases, once, every one of
-//! them that is still held. Nothing else can reach it: the class cannot be made from PHP, and an
-//! object that was not armed here does nothing.
+//! [`PhpEndOfRequest`] object with `register_shutdown_function()`; when it runs, it registers itself
+//! again, behind the shutdown functions the application registered after it (they may still use
+//! their locks), and that second run releases, once, every one of them that is still held. Nothing
+//! else can reach it: the class cannot be made from PHP, and an object that was not armed here does
+//! nothing.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
+use deadbolt_core::Lock;
 use ext_php_rs::convert::IntoZval;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendClassObject, ZendObject};
+use ext_php_rs::types::ZendClassObject;
 
+use crate::lock::release_through_php;
+use crate::php_call;
 use crate::zend_object::register_shutdown;
 
-/// A tracked Lock object and how to release it.
-struct Tracked {
-    object: *mut ZendObject,
-    release: fn(&mut ZendObject),
-}
-
 thread_local! {
-    /// The Lock objects of this request that may hold a lock on a lent connection. Entries leave
-    /// when the object is destroyed, so every pointer here is a live object.
-    static TRACKED: RefCell<Vec<Tracked>> = const { RefCell::new(Vec::new()) };
+    /// The engine locks of this request that may hold a lock on a lent connection, shared with
+    /// their Lock objects: an object freed without its destructor (after a fatal error, PHP runs
+    /// none) leaves its lock here, still releasable, never a dangling pointer.
+    static TRACKED: RefCell<Vec<Rc<RefCell<Lock>>>> = const { RefCell::new(Vec::new()) };
     static REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Remembers `object`, a Lock just acquired on a lent connection; `release` releases it silently.
-pub fn track(object: *mut ZendObject, release: fn(&mut ZendObject)) {
+/// Remembers `lock`, just acquired on a lent connection.
+pub fn track(lock: &Rc<RefCell<Lock>>) {
     TRACKED.with(|tracked| {
         let mut tracked = tracked.borrow_mut();
-        if !tracked.iter().any(|t| t.object == object) {
-            tracked.push(Tracked { object, release });
+        if !tracked.iter().any(|t| Rc::ptr_eq(t, lock)) {
+            tracked.push(Rc::clone(lock));
         }
     });
-    if !REGISTERED.replace(true) {
-        let armed = ZendClassObject::new(PhpEndOfRequest { armed: true }).into_zval(false);
-        if !armed.is_ok_and(register_shutdown) {
-            REGISTERED.set(false);
-        }
+    if !REGISTERED.replace(true) && !register(Round::First) {
+        REGISTERED.set(false);
     }
 }
 
-/// Forgets a Lock object that is being destroyed.
-pub fn forget(object: *mut ZendObject) {
-    TRACKED.with(|tracked| tracked.borrow_mut().retain(|t| t.object != object));
+/// Forgets a lock whose object is being destroyed (its destructor releases it).
+pub fn forget(lock: &Rc<RefCell<Lock>>) {
+    TRACKED.with(|tracked| tracked.borrow_mut().retain(|t| !Rc::ptr_eq(t, lock)));
 }
 
 /// A new request starts with nothing tracked.
@@ -57,15 +55,35 @@ pub fn reset() {
     REGISTERED.set(false);
 }
 
+/// The end of the request (RSHUTDOWN, while PHP's objects still exist): whatever is still tracked
+/// (the shutdown callback never ran) is let go, leaving its locks to their TTL.
+pub fn drop_tracked() {
+    let tracked = TRACKED.with(|tracked| std::mem::take(&mut *tracked.borrow_mut()));
+    drop(tracked);
+    REGISTERED.set(false);
+}
+
+/// Which run of the shutdown callback this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Registered at the first acquire: shutdown functions the application registered later come
+    /// after it, and may still use their locks, so it only moves itself behind them.
+    First,
+    /// Registered during shutdown, behind every function registered during the request.
+    Last,
+}
+
+fn register(round: Round) -> bool {
+    let armed = ZendClassObject::new(PhpEndOfRequest { armed: Some(round) }).into_zval(false);
+    armed.is_ok_and(register_shutdown)
+}
+
 /// Releases every lock of this request still held on a lent connection, silently (a failure
 /// leaves the lock to its TTL).
 fn release_tracked() {
     let tracked = TRACKED.with(|tracked| std::mem::take(&mut *tracked.borrow_mut()));
-    for Tracked { object, release } in tracked {
-        // SAFETY: tracked objects are alive (destroyed ones were forgotten in their destructor).
-        if let Some(object) = unsafe { object.as_mut() } {
-            release(object);
-        }
+    for lock in tracked {
+        release_through_php(&lock);
     }
 }
 
@@ -74,16 +92,22 @@ fn release_tracked() {
 #[php(name = "Deadbolt\\Internal\\EndOfRequest")]
 #[php(flags = ClassFlags::Final)]
 pub struct PhpEndOfRequest {
-    armed: bool,
+    armed: Option<Round>,
 }
 
 #[php_impl]
 impl PhpEndOfRequest {
-    /// Releases this request's locks on lent connections, the first time only, and only when
-    /// Deadbolt made this object.
+    /// Releases this request's locks on lent connections after every shutdown function the
+    /// application registered, the first time only, and only when Deadbolt made this object.
     pub fn __invoke(&mut self) {
-        if std::mem::take(&mut self.armed) {
-            release_tracked();
-        }
+        php_call::method(|| match self.armed.take() {
+            Some(Round::First) => {
+                if !register(Round::Last) {
+                    release_tracked();
+                }
+            }
+            Some(Round::Last) => release_tracked(),
+            None => {}
+        });
     }
 }

@@ -28,11 +28,11 @@ fn class_of(err: &Error) -> ExceptionClass {
 pub fn new_exception(ce: &ClassEntry, message: &str, previous: Option<Zval>) -> Option<Zval> {
     let object = ZendObject::new(ce);
     let code = 0i64;
-    let constructed = match &previous {
+    let constructed = crate::php_call::guarded(|| match &previous {
         Some(previous) => object.try_call_method("__construct", vec![&message, &code, previous]),
         None => object.try_call_method("__construct", vec![&message, &code]),
-    };
-    constructed.ok()?;
+    });
+    constructed.ok()?.ok()?;
     let mut zval = Zval::new();
     ext_php_rs::convert::IntoZval::set_zval(object, &mut zval, false).ok()?;
     Some(zval)

@@ -11,6 +11,7 @@ mod lock;
 mod lock_factory;
 mod logger;
 mod metrics;
+mod php_call;
 mod php_redis_client;
 mod redis_store;
 mod store_arg;
@@ -37,6 +38,13 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     static HOOKED: std::sync::Once = std::sync::Once::new();
     HOOKED.call_once(install_engine_hooks);
     end_of_request::reset();
+    php_call::reset();
+    0
+}
+
+/// RSHUTDOWN: PHP's objects still exist; references Deadbolt kept for the request go now.
+extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
+    end_of_request::drop_tracked();
     0
 }
 
@@ -84,6 +92,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
     module
         .info_function(info)
         .request_startup_function(request_startup)
+        .request_shutdown_function(request_shutdown)
         .class::<key::PhpKey>()
         .class::<lock::PhpLock>()
         .class::<lock_factory::PhpLockFactory>()

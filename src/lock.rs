@@ -2,6 +2,7 @@
 // PHP takes parameter names from the Rust names; symfony/lock spells them in camelCase.
 #![allow(non_snake_case)]
 
+use std::cell::{RefCell, RefMut};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -18,7 +19,8 @@ use crate::end_of_request;
 use crate::error_map::{exception_object, new_exception, throwable};
 use crate::exceptions::bad_method_call;
 use crate::key::PhpKey;
-use crate::logger::{report_store_warning, EventLog};
+use crate::logger::{report_store_warning, take_store_warning, EventLog};
+use crate::php_call;
 use crate::store_arg::engine_store_arg;
 use crate::zend_object::{hook_destructor, standard_destructor, ParkedException};
 
@@ -26,7 +28,9 @@ use crate::zend_object::{hook_destructor, standard_destructor, ParkedException};
 #[php(name = "Deadbolt\\Lock")]
 #[php(flags = ClassFlags::Final)]
 pub struct PhpLock {
-    inner: Lock,
+    /// Shared with this request's end-of-request list while it may hold a lock on a lent
+    /// connection, so that list never points at a freed PHP object.
+    inner: Rc<RefCell<Lock>>,
     logger: Option<Zval>,
 }
 
@@ -50,8 +54,9 @@ impl PhpLock {
     ) -> PhpResult<bool> {
         let wait = args::wait(blocking, timeout)?;
         let acquired = object.run(|lock, log| lock.acquire(mode, wait, log))?;
-        if acquired && matches!(object.inner.store_ref(), StoreRef::Lent(_)) {
-            end_of_request::track(&raw mut object.std, release_at_shutdown);
+        let lent = matches!(object.inner.borrow().store_ref(), StoreRef::Lent(_));
+        if acquired && lent {
+            end_of_request::track(&object.inner);
         }
         Ok(acquired)
     }
@@ -65,37 +70,55 @@ impl PhpLock {
     }
 
     pub fn new(inner: Lock, logger: Option<Zval>) -> Self {
-        PhpLock { inner, logger }
+        PhpLock {
+            inner: Rc::new(RefCell::new(inner)),
+            logger,
+        }
+    }
+
+    /// The engine's lock, unless one of its own calls is still running: a logger or a signal
+    /// handler that PHP runs during a call may use this Lock only once that call is over.
+    fn engine(&self) -> PhpResult<RefMut<'_, Lock>> {
+        self.inner.try_borrow_mut().map_err(|_| in_use())
     }
 
     /// Runs one engine call, then logs its events and converts its error: the exception in the
-    /// log context is the very object that is thrown.
+    /// log context is the very object that is thrown. The logger is called once the engine's lock
+    /// is no longer borrowed, through a reference of its own: it may use this Lock, even replace
+    /// its logger. A fatal error in any call into PHP is re-raised once all of this is dropped.
     fn run<T>(
         &mut self,
         call: impl FnOnce(&mut Lock, &mut EventLog) -> Result<T, Error>,
     ) -> PhpResult<T> {
-        // Without a logger nothing is recorded, and the resource is copied only when needed.
-        let mut events = EventLog::recording(self.logger.is_some());
-        let result = call(&mut self.inner, &mut events);
-        let key = self.inner.key().clone();
-        let resource = || key.lock().resource().to_vec();
-        report_store_warning(self.inner.store().as_ref(), self.logger.as_ref(), resource);
-        let logger = self.logger.as_ref();
-        match result {
-            Ok(value) => {
-                if let Some(logger) = logger {
-                    events.send(logger, &resource(), None);
-                }
-                Ok(value)
+        php_call::method(|| {
+            // Without a logger nothing is recorded, and the resource is copied only when needed.
+            let mut events = EventLog::recording(self.logger.is_some());
+            let (result, key, warning) = {
+                let mut lock = self.engine()?;
+                let result = call(&mut lock, &mut events);
+                (result, lock.key().clone(), take_store_warning(lock.store().as_ref()))
+            };
+            let resource = || key.lock().resource().to_vec();
+            let logger = self.logger.as_ref().map(Zval::shallow_clone);
+            if let Some(warning) = warning {
+                report_store_warning(&warning, logger.as_ref(), resource);
             }
-            Err(err) => {
-                let object = exception_object(&err);
-                if let Some(logger) = logger {
-                    events.send(logger, &resource(), object.as_ref());
+            match result {
+                Ok(value) => {
+                    if let Some(logger) = &logger {
+                        events.send(logger, &resource(), None);
+                    }
+                    Ok(value)
                 }
-                Err(throwable(&err, object))
+                Err(err) => {
+                    let object = exception_object(&err);
+                    if let Some(logger) = &logger {
+                        events.send(logger, &resource(), object.as_ref());
+                    }
+                    Err(throwable(&err, object))
+                }
             }
-        }
+        })
     }
 }
 
@@ -119,8 +142,10 @@ impl PhpLock {
 
     /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.
     pub fn set_logger(&mut self, logger: &mut ZendObject) -> PhpResult<()> {
-        self.logger = Some(args::logger(logger, "Deadbolt\\Lock::setLogger()")?);
-        Ok(())
+        php_call::method(|| {
+            self.logger = Some(args::logger(logger, "Deadbolt\\Lock::setLogger()")?);
+            Ok(())
+        })
     }
 
     /// `$timeout` (seconds): wait at most that long, then return false. `acquire(true)` alone
@@ -145,7 +170,7 @@ impl PhpLock {
 
     /// True once the background refresher found the lock gone (no network call).
     pub fn is_lost(&self) -> bool {
-        self.inner.is_lost()
+        self.inner.borrow().is_lost()
     }
 
     /// The fencing token of the current exclusive hold, or null.
@@ -169,11 +194,11 @@ impl PhpLock {
     }
 
     pub fn is_expired(&self) -> bool {
-        self.inner.is_expired()
+        self.inner.borrow().is_expired()
     }
 
     pub fn get_remaining_lifetime(&self) -> Option<f64> {
-        self.inner.remaining_lifetime()
+        self.inner.borrow().remaining_lifetime()
     }
 
     /// A lock belongs to its process and its object: it cannot be serialized (symfony/lock
@@ -192,6 +217,11 @@ impl PhpLock {
     }
 }
 
+/// A Lock used from inside one of its own calls (a logger or signal handler run during it).
+fn in_use() -> PhpException {
+    bad_method_call_exception("This Deadbolt\\Lock is busy in a call of its own (its logger or a signal handler runs inside that call); use it once that call has returned.")
+}
+
 fn cannot_serialize() -> PhpException {
     bad_method_call_exception("Cannot serialize Deadbolt\\Lock.")
 }
@@ -204,48 +234,54 @@ fn bad_method_call_exception(message: &str) -> PhpException {
     }
 }
 
-/// The silent release of a lock still held at the end of the request (end_of_request.rs).
-fn release_at_shutdown(object: &mut ZendObject) {
-    if let Some(lock) = ZendClassObject::<PhpLock>::from_zend_obj_mut(object) {
-        release_through_php(lock);
-    }
-}
-
-/// Releases a dying lock whose store talks through a PHP client. Such a client may be called only
-/// inside a running frame (at shutdown there is none, and its exceptions would be fatal): then
-/// the lock is left to its TTL. An exception already in flight (the lock dies while it unwinds)
-/// is set aside for the call and put back untouched.
-fn release_through_php(lock: &mut PhpLock) {
+/// Releases a dying lock whose store talks through a PHP client (also from end_of_request.rs).
+/// Such a client may be called only inside a running frame (at shutdown there is none, and its
+/// exceptions would be fatal): then the lock is left to its TTL. An exception already in flight
+/// (the lock dies while it unwinds) is set aside for the call and put back untouched. A Lock whose
+/// own call is still running (it dies inside its logger) is left to that call.
+pub(crate) fn release_through_php(lock: &RefCell<Lock>) {
     let Some(parked) = ParkedException::park() else {
         return;
     };
-    run_handler(AssertUnwindSafe(|| lock.inner.release_on_death()));
+    if let Ok(mut lock) = lock.try_borrow_mut() {
+        run_handler(AssertUnwindSafe(|| lock.release_on_death()));
+    }
     drop(parked);
 }
 
 unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
-    end_of_request::forget(object);
     // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
     let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
     if let Some(lock) = lock {
-        let lock = &mut **lock;
-        match lock.inner.store_ref() {
-            StoreRef::Owned(_) => run_handler(AssertUnwindSafe(|| lock.inner.release_on_death())),
-            StoreRef::Lent(_) => release_through_php(lock),
+        let inner = Rc::clone(&lock.inner);
+        end_of_request::forget(&inner);
+        let lent = inner
+            .try_borrow()
+            .is_ok_and(|lock| matches!(lock.store_ref(), StoreRef::Lent(_)));
+        if lent {
+            release_through_php(&inner);
+        } else if let Ok(mut lock) = inner.try_borrow_mut() {
+            run_handler(AssertUnwindSafe(|| lock.release_on_death()));
         }
     }
     // SAFETY: the object PHP handed this hook.
     unsafe { standard_destructor(object) };
+    // A fatal error inside the release is the engine's again, now that nothing here is held.
+    php_call::reraise();
 }
 
 impl crate::zend_object::DebugInfo for PhpLock {
     fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
-        let resource = self.inner.key().lock().resource().to_vec();
+        // A Lock dumped from inside its own call (its logger) shows its resource only.
+        let Ok(lock) = self.inner.try_borrow() else {
+            return;
+        };
+        let resource = lock.key().lock().resource().to_vec();
         let _ = table.insert("resource", ext_php_rs::binary::Binary::new(resource));
-        let _ = table.insert("store", self.inner.store().name());
-        let _ = table.insert("held", self.inner.holds());
-        let _ = table.insert("ttl", self.inner.ttl().map(deadbolt_core::Ttl::as_secs));
-        let _ = table.insert("remainingLifetime", self.inner.remaining_lifetime());
-        let _ = table.insert("lost", self.inner.is_lost());
+        let _ = table.insert("store", lock.store().name());
+        let _ = table.insert("held", lock.holds());
+        let _ = table.insert("ttl", lock.ttl().map(deadbolt_core::Ttl::as_secs));
+        let _ = table.insert("remainingLifetime", lock.remaining_lifetime());
+        let _ = table.insert("lost", lock.is_lost());
     }
 }

@@ -5,6 +5,8 @@ use deadbolt_core::{Event, EventSink, Level, Store};
 use ext_php_rs::binary::Binary;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 
+use crate::php_call::guarded;
+
 /// One recorded event. `with_error` marks the event whose context carries the exception the call
 /// ends with.
 #[derive(Debug)]
@@ -60,31 +62,28 @@ impl EventLog {
             if let (true, Some(exception)) = (event.with_error, exception) {
                 let _ = context.insert("exception", exception.shallow_clone());
             }
-            let _ = logger.try_call_method("log", vec![&event.level, &event.message, &context]);
+            let _ = guarded(|| logger.try_call_method("log", vec![&event.level, &event.message, &context]));
         }
     }
 }
 
-/// Passes on a warning about a store's setup (an evicting Redis), once: to PHP's error log and,
-/// when there is one, to the logger at level `warning`.
-pub fn report_store_warning(
-    store: &dyn Store,
-    logger: Option<&Zval>,
-    resource: impl FnOnce() -> Vec<u8>,
-) {
-    let Some(warning) = store
+/// A warning about a store's setup (an evicting Redis) noticed during the last calls, once.
+pub fn take_store_warning(store: &dyn Store) -> Option<String> {
+    store
         .capabilities()
         .expiring
         .and_then(|store| store.take_warning())
-    else {
-        return;
-    };
+}
+
+/// Passes on a warning about a store's setup: to PHP's error log and, when there is one, to the
+/// logger at level `warning`.
+pub fn report_store_warning(warning: &str, logger: Option<&Zval>, resource: impl FnOnce() -> Vec<u8>) {
     if let Ok(error_log) = ZendCallable::try_from_name("error_log") {
-        let _ = error_log.try_call(vec![&format!("Deadbolt: {warning}")]);
+        let _ = guarded(|| error_log.try_call(vec![&format!("Deadbolt: {warning}")]));
     }
     if let Some(logger) = logger {
         let mut context = ZendHashTable::new();
         let _ = context.insert("resource", Binary::new(resource()));
-        let _ = logger.try_call_method("log", vec![&Level::Warning.as_str(), &warning, &context]);
+        let _ = guarded(|| logger.try_call_method("log", vec![&Level::Warning.as_str(), &warning, &context]));
     }
 }

@@ -10,6 +10,7 @@ use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 use ext_php_rs::zend::ClassEntry;
 
+use crate::php_call::guarded;
 use crate::zend_object::take_pending_exception;
 
 /// Which client API the object speaks.
@@ -296,18 +297,15 @@ const PHPREDIS_MODE_MULTI: i64 = 1;
 /// Calls `$object->method(...$params)`. An exception the client throws is taken from the engine
 /// and returned as an error: a connection failure, or a server error reply (Predis).
 fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zval, RunError> {
-    let result = match object.try_call_method(method, params.clone()) {
+    let result = guarded(|| match object.try_call_method(method, params.clone()) {
         // Predis answers commands through __call: no real method to find.
         Err(ext_php_rs::error::Error::Callable) => call_magic(object, method, params),
         other => other,
-    };
+    })
+    .map_err(|bailout| RunError::new(RunErrorKind::Server, format!("{method}(): {bailout}")))?;
     if let Some(exception) = take_pending_exception() {
         let class = crate::args::class_name(&exception);
-        let message = exception
-            .try_call_method("getMessage", vec![])
-            .ok()
-            .and_then(|m| m.string())
-            .unwrap_or_default();
+        let message = message_of(&exception).unwrap_or_default();
         // A server's error reply (Predis' ServerException, or a reply code such as NOSCRIPT or
         // LOADING that phpredis throws in some versions), else the connection failed.
         let is_reply = class.contains("ServerException")
@@ -359,10 +357,15 @@ fn predis_error(reply: &Zval) -> Option<String> {
     if !object.instance_of(ce) {
         return None;
     }
-    object
-        .try_call_method("getMessage", vec![])
-        .ok()
-        .and_then(|m| m.string())
+    message_of(object)
+}
+
+/// `$throwable->getMessage()` (or a Predis error reply's).
+fn message_of(object: &ext_php_rs::types::ZendObject) -> Option<String> {
+    guarded(|| object.try_call_method("getMessage", vec![]))
+        .ok()?
+        .ok()?
+        .string()
 }
 
 /// `host:port` of the client's connection, for messages; `None` when it cannot be told.

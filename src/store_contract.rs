@@ -8,7 +8,7 @@ use ext_php_rs::prelude::*;
 use crate::args;
 use crate::error_map::to_php;
 use crate::key::PhpKey;
-use crate::logger::report_store_warning;
+use crate::logger::{report_store_warning, take_store_warning};
 
 /// The store contract on any engine store, shared by every PHP store class.
 pub(crate) struct Contract<'a>(pub(crate) &'a dyn Store);
@@ -69,14 +69,19 @@ fn adopted(key: &PhpKey) -> parking_lot::MutexGuard<'_, Key> {
 
 impl Contract<'_> {
     /// Runs one contract call on `store`, then passes on a setup warning the store noticed (an
-    /// evicting Redis) to PHP's error log.
+    /// evicting Redis) to PHP's error log; a fatal error in a call into PHP (a client's) is
+    /// re-raised once the call has dropped everything it held.
     pub(crate) fn checked<T>(
         store: &dyn Store,
         call: impl FnOnce(Contract<'_>) -> PhpResult<T>,
     ) -> PhpResult<T> {
-        let result = call(Contract(store));
-        report_store_warning(store, None, Vec::new);
-        result
+        crate::php_call::method(|| {
+            let result = call(Contract(store));
+            if let Some(warning) = take_store_warning(store) {
+                report_store_warning(&warning, None, Vec::new);
+            }
+            result
+        })
     }
 }
 

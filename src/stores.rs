@@ -70,8 +70,9 @@ store_class_methods!(PhpInMemoryStore {
 /// PHP's `sys_get_temp_dir()`, which honours the `sys_temp_dir` ini setting as symfony/lock does.
 pub(crate) fn system_temp_dir() -> PhpResult<String> {
     ext_php_rs::types::ZendCallable::try_from_name("sys_get_temp_dir")
-        .and_then(|f| f.try_call(vec![]))
         .ok()
+        .and_then(|f| crate::php_call::guarded(|| f.try_call(vec![])).ok())
+        .and_then(Result::ok)
         .and_then(|dir| dir.string())
         .ok_or_else(|| invalid_argument("Cannot determine the system temp directory.".into()))
 }

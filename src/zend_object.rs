@@ -136,8 +136,9 @@ unsafe fn is_user_code(frame: &ExecuteData) -> bool {
 /// at the end of the request inside a PHP frame, where calls into PHP clients are allowed.
 pub fn register_shutdown(callback: Zval) -> bool {
     ext_php_rs::types::ZendCallable::try_from_name("register_shutdown_function")
-        .and_then(|register| register.try_call(vec![&callback]))
-        .is_ok()
+        .ok()
+        .and_then(|register| crate::php_call::guarded(|| register.try_call(vec![&callback])).ok())
+        .is_some_and(|called| called.is_ok())
 }
 
 extern "C" {
