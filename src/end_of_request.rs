@@ -101,12 +101,8 @@ impl PhpEndOfRequest {
     /// application registered, the first time only, and only when Deadbolt made this object.
     pub fn __invoke(&mut self) {
         php_call::method(|| match self.armed.take() {
-            Some(Round::First) => {
-                if !register(Round::Last) {
-                    release_tracked();
-                }
-            }
-            Some(Round::Last) => release_tracked(),
+            Some(Round::First) if register(Round::Last) => {}
+            Some(Round::First | Round::Last) => release_tracked(),
             None => {}
         });
     }

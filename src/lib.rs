@@ -6,6 +6,7 @@ mod args;
 mod end_of_request;
 mod error_map;
 mod exceptions;
+mod interrupts;
 mod key;
 mod lock;
 mod lock_factory;
@@ -24,8 +25,10 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::zend::ModuleEntry;
 use ext_php_rs::{info_table_end, info_table_row, info_table_start};
 
-/// MINIT: the exception hierarchy goes first, so every other class can throw it.
+/// MINIT: waits learn how to give PHP its turn (signal handlers), and the exception hierarchy goes
+/// first among the classes, so every other class can throw it.
 fn startup(_ty: i32, _module_number: i32) -> i32 {
+    interrupts::install();
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => 1,

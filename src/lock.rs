@@ -53,7 +53,12 @@ impl PhpLock {
         timeout: Option<f64>,
     ) -> PhpResult<bool> {
         let wait = args::wait(blocking, timeout)?;
-        let acquired = object.run(|lock, log| lock.acquire(mode, wait, log))?;
+        let acquired = match object.run(|lock, log| lock.acquire(mode, wait, log)) {
+            // A signal handler threw (or exited) during the wait: its exception is what the caller
+            // gets; the wait ended without the lock.
+            Err(_) if in_flight() => return Ok(false),
+            other => other?,
+        };
         let lent = matches!(object.inner.borrow().store_ref(), StoreRef::Lent(_));
         if acquired && lent {
             end_of_request::track(&object.inner);
@@ -96,7 +101,11 @@ impl PhpLock {
             let (result, key, warning) = {
                 let mut lock = self.engine()?;
                 let result = call(&mut lock, &mut events);
-                (result, lock.key().clone(), take_store_warning(lock.store().as_ref()))
+                (
+                    result,
+                    lock.key().clone(),
+                    take_store_warning(lock.store().as_ref()),
+                )
             };
             let resource = || key.lock().resource().to_vec();
             let logger = self.logger.as_ref().map(Zval::shallow_clone);
@@ -215,6 +224,11 @@ impl PhpLock {
             "Cannot unserialize Deadbolt\\Lock.",
         ))
     }
+}
+
+/// Whether an exception (or an ending script) is already in flight in the engine.
+fn in_flight() -> bool {
+    !ext_php_rs::zend::ExecutorGlobals::get().exception.is_null()
 }
 
 /// A Lock used from inside one of its own calls (a logger or signal handler run during it).

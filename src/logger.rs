@@ -62,7 +62,9 @@ impl EventLog {
             if let (true, Some(exception)) = (event.with_error, exception) {
                 let _ = context.insert("exception", exception.shallow_clone());
             }
-            let _ = guarded(|| logger.try_call_method("log", vec![&event.level, &event.message, &context]));
+            let _ = guarded(|| {
+                logger.try_call_method("log", vec![&event.level, &event.message, &context])
+            });
         }
     }
 }
@@ -77,13 +79,19 @@ pub fn take_store_warning(store: &dyn Store) -> Option<String> {
 
 /// Passes on a warning about a store's setup: to PHP's error log and, when there is one, to the
 /// logger at level `warning`.
-pub fn report_store_warning(warning: &str, logger: Option<&Zval>, resource: impl FnOnce() -> Vec<u8>) {
+pub fn report_store_warning(
+    warning: &str,
+    logger: Option<&Zval>,
+    resource: impl FnOnce() -> Vec<u8>,
+) {
     if let Ok(error_log) = ZendCallable::try_from_name("error_log") {
         let _ = guarded(|| error_log.try_call(vec![&format!("Deadbolt: {warning}")]));
     }
     if let Some(logger) = logger {
         let mut context = ZendHashTable::new();
         let _ = context.insert("resource", Binary::new(resource()));
-        let _ = guarded(|| logger.try_call_method("log", vec![&Level::Warning.as_str(), &warning, &context]));
+        let _ = guarded(|| {
+            logger.try_call_method("log", vec![&Level::Warning.as_str(), &warning, &context])
+        });
     }
 }

@@ -11,7 +11,7 @@ use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 use ext_php_rs::zend::ClassEntry;
 
 use crate::php_call::guarded;
-use crate::zend_object::take_pending_exception;
+use crate::zend_object::{take_pending_exception, ParkedException};
 
 /// Which client API the object speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,12 +297,25 @@ const PHPREDIS_MODE_MULTI: i64 = 1;
 /// Calls `$object->method(...$params)`. An exception the client throws is taken from the engine
 /// and returned as an error: a connection failure, or a server error reply (Predis).
 fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zval, RunError> {
+    // An exception already in flight (a signal handler threw or exited during a wait) is not the
+    // client's: PHP would not run the call with it pending, and taking it afterwards would swallow
+    // it. It is set aside for the call (a waiter still leaves the queue) and put back after it.
+    let in_flight = !ext_php_rs::zend::ExecutorGlobals::get().exception.is_null();
+    let _parked = in_flight.then(ParkedException::park).flatten();
     let result = guarded(|| match object.try_call_method(method, params.clone()) {
         // Predis answers commands through __call: no real method to find.
         Err(ext_php_rs::error::Error::Callable) => call_magic(object, method, params),
         other => other,
     })
-    .map_err(|bailout| RunError::new(RunErrorKind::Server, format!("{method}(): {bailout}")))?;
+    .map_err(|ended| RunError::new(RunErrorKind::Server, format!("{method}(): {ended}")))?;
+    // A signal handler that PHP ran during the client's call may have thrown: that exception is
+    // the application's, not the client's, and stays in flight for the caller.
+    if foreign_exception_pending() {
+        return Err(RunError::new(
+            RunErrorKind::Server,
+            format!("{method}() was interrupted by an exception of the application"),
+        ));
+    }
     if let Some(exception) = take_pending_exception() {
         let class = crate::args::class_name(&exception);
         let message = message_of(&exception).unwrap_or_default();
@@ -322,6 +335,25 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
             format!("{method}() could not be called: {e}"),
         )
     })
+}
+
+/// The exception classes the supported clients throw.
+const CLIENT_EXCEPTIONS: [&str; 3] = [
+    "RedisException",
+    "RedisClusterException",
+    "Predis\\PredisException",
+];
+
+/// Whether the pending exception is one no client throws (an application's signal handler's).
+fn foreign_exception_pending() -> bool {
+    let exception = ext_php_rs::zend::ExecutorGlobals::get().exception;
+    // SAFETY: a non-null `EG(exception)` is a live object.
+    let Some(exception) = (unsafe { exception.as_ref() }) else {
+        return false;
+    };
+    !CLIENT_EXCEPTIONS
+        .iter()
+        .any(|class| ClassEntry::try_find(class).is_some_and(|ce| exception.instance_of(ce)))
 }
 
 /// `call_user_func_array([$object, $method], $params)`, which goes through `__call`.

@@ -106,6 +106,10 @@ impl Drop for ParkedException {
 /// from user code (a Lock dying in `unset()`), PHP has already pointed that frame at its exception
 /// handler, and it must resume where it was or it unwinds with no exception at all.
 pub fn take_pending_exception() -> Option<ZBox<ZendObject>> {
+    // An ending script's unwind exit is no exception to take: it must reach the engine.
+    if crate::php_call::exit_pending() {
+        return None;
+    }
     let exception = ExecutorGlobals::take_exception()?;
     let globals = ExecutorGlobals::get_mut();
     // SAFETY: the frame pointer is the engine's current one (or null); user frames have `op_array`

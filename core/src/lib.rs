@@ -15,9 +15,11 @@
 //! - `refresher`: the background thread that keeps auto-refreshed locks alive.
 //! - `metrics`: per-process counters and histograms, and their Prometheus rendering.
 //! - `event`: what a lock reports to a logger (PSR-3 in the extension).
+//! - `interrupt`: the host's turn between the pauses of a wait (PHP's signal handlers).
 
 mod error;
 mod event;
+mod interrupt;
 mod key;
 mod lifetime;
 mod lock;
@@ -30,6 +32,7 @@ mod ttl;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventSink, Level, Silent};
+pub use interrupt::{set_interrupts, Interrupts};
 pub use key::Key;
 pub use lock::{AutoRefresh, Lock, SharedKey, StoreRef, Wait};
 pub use metrics::{

@@ -110,16 +110,17 @@ impl FlockStore {
         }
     }
 
-    /// Waits for the lock until `deadline`. A flock(2) that blocks cannot be cancelled when the
+    /// Waits for the lock until `deadline` (`None`: until it is taken or the host interrupts the
+    /// wait). A flock(2) that blocks cannot be cancelled when the
     /// deadline comes (a thread left blocked in it would take the lock later, for nobody, racing
     /// the next acquire), so a wait with a deadline retries without blocking, sleeping 1 ms at
     /// first and doubling up to 25 ms: no spinning, and at most 25 ms late after a release.
     /// Waits without a deadline block in the kernel.
-    fn lock_until(
+    fn poll_until(
         &self,
         key: &mut Key,
         mode: Mode,
-        deadline: Instant,
+        deadline: Option<Instant>,
         report: &mut WaitReport,
     ) -> Result<bool> {
         let mut pause = WAIT_BACKOFF_START / 2;
@@ -127,9 +128,7 @@ impl FlockStore {
             pause = (pause * 2).min(WAIT_BACKOFF_MAX);
             pause
         };
-        poll(Some(deadline), report, backoff, || {
-            self.lock(key, mode, false)
-        })
+        poll(deadline, report, backoff, || self.lock(key, mode, false))
     }
 
     /// Opens (creating with mode 0666 when missing) the key's lock file.
@@ -290,8 +289,11 @@ impl BlockingStore for FlockStore {
         report: &mut WaitReport,
     ) -> Result<bool> {
         match deadline {
+            // Blocking in the kernel cannot be interrupted (flock(2) is restarted after a signal
+            // handler): while the host may need its turn, a wait without a deadline polls too.
+            None if crate::interrupt::watched() => self.poll_until(key, mode, None, report),
             None => self.lock(key, mode, true).map(|()| true),
-            Some(deadline) => self.lock_until(key, mode, deadline, report),
+            Some(deadline) => self.poll_until(key, mode, Some(deadline), report),
         }
     }
 }

@@ -28,6 +28,8 @@ pub enum Mode {
 pub struct WaitReport {
     pub wakeups: u64,
     pub polls: u64,
+    /// The host asked the wait to stop (crate::interrupt): it ended without the lock.
+    pub interrupted: bool,
 }
 
 /// What every store does, symfony/lock's `PersistingStoreInterface`. A held lock is
@@ -204,6 +206,10 @@ pub(crate) fn poll(
         }
         std::thread::sleep(pause);
         report.polls += 1;
+        if crate::interrupt::requested() {
+            report.interrupted = true;
+            return Ok(false);
+        }
     }
 }
 

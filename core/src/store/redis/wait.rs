@@ -148,6 +148,15 @@ impl<T: Transport> RedisStore<T> {
     }
 }
 
+impl<T: Transport> RedisStore<T> {
+    /// Leaves the queue after the wait failed with `e` (best effort: the entry expires within the
+    /// protocol's ALIVE_FOR anyway), and gives `e` back.
+    fn leave(&self, key: &mut Key, queue: &WaitKeys, e: Error) -> Error {
+        let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+        e
+    }
+}
+
 /// Whether `e` is a socket wait that ran out (the server did not answer in time).
 fn is_timed_out(e: &Error) -> bool {
     run_error_kind(e) == Some(RunErrorKind::TimedOut)
@@ -185,7 +194,16 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
         let mut hint = None::<Duration>;
         // Whether the server answered any attempt of this wait.
         let mut answered = false;
+        let mut rounds = 0u64;
         loop {
+            // The host's turn after every pause (a signal handler); when it says stop, the
+            // waiter leaves the queue as at a deadline.
+            if rounds > 0 && crate::interrupt::requested() {
+                report.interrupted = true;
+                let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+                return Ok(false);
+            }
+            rounds += 1;
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
                 return self.last_attempt(key, mode, ttl, &queue, answered);
@@ -210,7 +228,10 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                     report.polls += 1;
                     continue;
                 }
-                other => other?,
+                // Any other failure (or the host interrupting a client's call) ends the wait: the
+                // waiter leaves the queue, so no release hands the lock to it.
+                Err(e) => return Err(self.leave(key, &queue, e)),
+                Ok(round) => round,
             };
             answered = true;
             match round {
@@ -232,7 +253,8 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                             hint = None;
                             continue;
                         }
-                        other => other?,
+                        Err(e) => return Err(self.leave(key, &queue, e)),
+                        Ok(signal) => signal,
                     };
                     if signal == Some(Signal::Granted) {
                         report.wakeups += 1;

@@ -1,0 +1,72 @@
+//! PHP's turn between the pauses of a wait (the engine's `interrupt` hook, see deadbolt-core).
+//!
+//! Under `pcntl_async_signals(true)` a signal sets `EG(vm_interrupt)`, and the VM runs the handler
+//! at its next instruction; the `max_execution_time` timer sets it too. During a wait no PHP
+//! instruction runs, so Deadbolt does what the VM's interrupt helper does, between two pauses:
+//! it runs `zend_interrupt_function` (pcntl's handler dispatch) or, when the timer fired,
+//! `zend_timeout()` (a fatal error), both through the boundary of php_call.rs. The wait stops
+//! when a handler threw, exited or the script ended; the exception (or exit) is then the one the
+//! caller sees.
+
+use deadbolt_core::Interrupts;
+use ext_php_rs::ffi::{zend_atomic_bool, zend_interrupt_function};
+use ext_php_rs::types::ZendCallable;
+use ext_php_rs::zend::ExecutorGlobals;
+
+use crate::php_call::guarded;
+
+extern "C" {
+    /// Zend/zend_atomic.h (PHP 8.2+).
+    fn zend_atomic_bool_exchange(obj: *mut zend_atomic_bool, desired: bool) -> bool;
+    fn zend_atomic_bool_load(obj: *const zend_atomic_bool) -> bool;
+    /// Zend/zend_execute.h: the fatal error of `max_execution_time`.
+    fn zend_timeout() -> !;
+}
+
+/// Installs PHP's answers in the engine (MINIT).
+pub fn install() {
+    deadbolt_core::set_interrupts(Interrupts { watched, requested });
+}
+
+/// Whether a signal handler may need to run during a wait: pcntl's async signals are on.
+fn watched() -> bool {
+    ZendCallable::try_from_name("pcntl_async_signals")
+        .ok()
+        .and_then(|f| guarded(|| f.try_call(vec![])).ok())
+        .and_then(Result::ok)
+        .and_then(|on| on.bool())
+        .unwrap_or(false)
+}
+
+/// Runs what the VM would run now; true when the waiting caller must stop.
+fn requested() -> bool {
+    // The globals' guard is let go before anything runs: PHP code reaches them too.
+    let (interrupted, timed_out, frame) = {
+        let mut globals = ExecutorGlobals::get_mut();
+        // SAFETY: the engine's own flags, read and reset as its interrupt helper does.
+        unsafe {
+            (
+                zend_atomic_bool_exchange(&raw mut globals.vm_interrupt, false),
+                zend_atomic_bool_load(&raw const globals.timed_out),
+                globals.current_execute_data,
+            )
+        }
+    };
+    if interrupted {
+        // SAFETY: the timeout and the interrupt function are the engine's, called as its VM calls
+        // them, on its thread, inside the running frame.
+        let ran = if timed_out {
+            guarded(|| unsafe { zend_timeout() })
+        } else {
+            guarded(|| unsafe {
+                if let Some(dispatch) = zend_interrupt_function {
+                    dispatch(frame);
+                }
+            })
+        };
+        if ran.is_err() {
+            return true;
+        }
+    }
+    !ExecutorGlobals::get().exception.is_null()
+}
