@@ -13,7 +13,9 @@ use crate::php_call::guarded;
 pub struct Recorded {
     level: &'static str,
     message: &'static str,
-    ttl: Option<f64>,
+    /// The event's figures under their context names.
+    figures: [(&'static str, Option<f64>); 4],
+    count: Option<u64>,
     with_error: bool,
 }
 
@@ -43,7 +45,13 @@ impl EventSink for EventLog {
         self.events.push(Recorded {
             level: event.level.as_str(),
             message: event.message,
-            ttl: event.ttl,
+            figures: [
+                ("ttl", event.ttl),
+                ("wait", event.wait),
+                ("hold", event.hold),
+                ("timeout", event.timeout),
+            ],
+            count: event.count,
             with_error: event.error.is_some(),
         });
     }
@@ -56,8 +64,13 @@ impl EventLog {
         for event in self.events {
             let mut context = ZendHashTable::new();
             let _ = context.insert("resource", Binary::new(resource.to_vec()));
-            if let Some(ttl) = event.ttl {
-                let _ = context.insert("ttl", ttl);
+            for (name, figure) in event.figures {
+                if let Some(figure) = figure {
+                    let _ = context.insert(name, figure);
+                }
+            }
+            if let Some(count) = event.count {
+                let _ = context.insert("count", i64::try_from(count).unwrap_or(i64::MAX));
             }
             if let (true, Some(exception)) = (event.with_error, exception) {
                 let _ = context.insert("exception", exception.shallow_clone());

@@ -53,7 +53,11 @@ final class LoggerTest extends DeadboltTestCase
         $lock->acquire();
 
         $this->assertSame([['debug', 'Successfully acquired the "{resource}" lock.']], $this->logger->levelsAndMessages());
-        $this->assertSame(['resource' => $resource], $this->logger->records[0][2]);
+        // Beyond symfony/lock's context: how long the acquire waited, in seconds.
+        $this->assertSame(['resource', 'wait'], array_keys($this->logger->records[0][2]));
+        $this->assertSame($resource, $this->logger->records[0][2]['resource']);
+        $this->assertIsFloat($this->logger->records[0][2]['wait']);
+        $this->assertGreaterThanOrEqual(0.0, $this->logger->records[0][2]['wait']);
     }
 
     /**
@@ -195,7 +199,37 @@ final class LoggerTest extends DeadboltTestCase
         $lock->release();
 
         $this->assertSame([['debug', 'Successfully released the "{resource}" lock.']], $this->logger->levelsAndMessages());
-        $this->assertSame(['resource' => $resource], $this->logger->records[0][2]);
+        // Beyond symfony/lock's context: how long the lock was held, in seconds.
+        $this->assertSame(['resource', 'hold'], array_keys($this->logger->records[0][2]));
+        $this->assertIsFloat($this->logger->records[0][2]['hold']);
+    }
+
+    /**
+     * A wait that ran out at its deadline is not a conflict of a non-blocking acquire: its own record, with the time
+     * allowed and the time waited (both were logged as a plain conflict, without figures).
+     *
+     * @dataProvider storeKinds
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('storeKinds')]
+    public function testAWaitThatRunsOutLogsATimeout(string $kind): void
+    {
+        $store = $this->newStore($kind);
+        $resource = uniqid(__METHOD__, true);
+        $holder = (new LockFactory($store))->createLock($resource, null);
+        $this->assertTrue($holder->acquire());
+        $lock = $this->factory($store)->createLock($resource, null);
+
+        $this->assertFalse($lock->acquire(true, 0.05));
+
+        $this->assertSame([['info', 'Failed to acquire the "{resource}" lock within {timeout} seconds.']], $this->logger->levelsAndMessages());
+        $context = $this->logger->records[0][2];
+        $this->assertSame(['resource', 'wait', 'timeout'], array_keys($context));
+        $this->assertEqualsWithDelta(0.05, $context['timeout'], 0.01, 'the time allowed');
+        $this->assertGreaterThan(0.0, $context['wait']);
+
+        $this->logger->records = [];
+        $this->assertFalse($lock->acquire(false));
+        $this->assertSame([['info', 'Failed to acquire the "{resource}" lock. Someone else already acquired the lock.']], $this->logger->levelsAndMessages());
     }
 
     /**

@@ -2,6 +2,8 @@
 //! calls. The message texts are symfony/lock's, as templates with `{resource}` and `{ttl}`, so log
 //! pipelines built for symfony/lock keep matching.
 
+use std::time::Duration;
+
 use crate::Error;
 
 /// PSR-3 levels the lock uses.
@@ -25,12 +27,21 @@ impl Level {
     }
 }
 
-/// One log event. `error` is the failure to attach as `exception` in the PSR-3 context.
+/// One log event: its figures go into the PSR-3 context under their field names (`ttl`, `wait`,
+/// `hold` and `timeout` in seconds, `count`), and `error` as `exception`.
 #[derive(Debug, Clone, Copy)]
 pub struct Event<'a> {
     pub level: Level,
     pub message: &'static str,
     pub ttl: Option<f64>,
+    /// How long the acquire waited.
+    pub wait: Option<f64>,
+    /// How long the lock was held (on release).
+    pub hold: Option<f64>,
+    /// How long the wait was allowed to take.
+    pub timeout: Option<f64>,
+    /// How often it happened (the background refresher's outcomes since the last call).
+    pub count: Option<u64>,
     pub error: Option<&'a Error>,
 }
 
@@ -40,12 +51,36 @@ impl<'a> Event<'a> {
             level,
             message,
             ttl: None,
+            wait: None,
+            hold: None,
+            timeout: None,
+            count: None,
             error: None,
         }
     }
 
     pub(crate) fn with_error(mut self, error: &'a Error) -> Self {
         self.error = Some(error);
+        self
+    }
+
+    pub(crate) fn waited(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait.as_secs_f64());
+        self
+    }
+
+    pub(crate) fn held(mut self, hold: Option<Duration>) -> Self {
+        self.hold = hold.map(|hold| hold.as_secs_f64());
+        self
+    }
+
+    pub(crate) fn allowed(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout.as_secs_f64());
+        self
+    }
+
+    pub(crate) fn counted(mut self, count: u64) -> Self {
+        self.count = Some(count);
         self
     }
 }
@@ -76,4 +111,13 @@ pub(crate) mod messages {
     pub const REFRESH_FAILED: &str = "Failed to define an expiration for the \"{resource}\" lock.";
     pub const RELEASED: &str = "Successfully released the \"{resource}\" lock.";
     pub const RELEASE_FAILED: &str = "Failed to release the \"{resource}\" lock.";
+    // Deadbolt's own: symfony/lock has no deadlines and no background refresher.
+    pub const TIMED_OUT: &str =
+        "Failed to acquire the \"{resource}\" lock within {timeout} seconds.";
+    pub const REFRESHED_IN_BACKGROUND: &str =
+        "Expiration of the \"{resource}\" lock put off {count} times in the background.";
+    pub const BACKGROUND_REFRESH_FAILED: &str =
+        "Failed {count} times to put off the expiration of the \"{resource}\" lock in the background.";
+    pub const LOST: &str =
+        "The \"{resource}\" lock was lost: the background refresher found it expired or taken by someone else.";
 }

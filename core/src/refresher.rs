@@ -41,6 +41,21 @@ struct TicketState {
     expiry: Expiry,
     /// Set by an explicit refresh: the next extension is due a third of its TTL after it.
     rescheduled: AtomicBool,
+    /// Extensions made, and failed, since the owner last asked ([`Ticket::take_news`]).
+    refreshes: AtomicU64,
+    failures: AtomicU64,
+    /// The owner was told of the loss.
+    lost_told: AtomicBool,
+}
+
+/// What the refresher did for one lock since its owner last asked, for the owner's logger (the
+/// refresher itself has no way to one: it runs without PHP).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct News {
+    pub refreshes: u64,
+    pub failures: u64,
+    /// Found lost, told once.
+    pub lost: bool,
 }
 
 impl TicketState {
@@ -57,6 +72,17 @@ impl Ticket {
     /// True once the refresher found the lock gone (taken by someone else, or expired).
     pub fn is_lost(&self) -> bool {
         self.state.lost.load(Ordering::Acquire)
+    }
+
+    /// What happened since the last call (and resets it).
+    pub fn take_news(&self) -> News {
+        let state = &self.state;
+        News {
+            refreshes: state.refreshes.swap(0, Ordering::AcqRel),
+            failures: state.failures.swap(0, Ordering::AcqRel),
+            lost: state.lost.load(Ordering::Acquire)
+                && !state.lost_told.swap(true, Ordering::AcqRel),
+        }
     }
 
     /// The lock's expiry as the refresher keeps it: a key follows it while the lock is held.
@@ -226,6 +252,7 @@ fn run(registry: &'static Registry) {
             match result {
                 Ok(true) => {
                     metrics::count(Counter::RefreshOk, 1);
+                    entry.state.refreshes.fetch_add(1, Ordering::AcqRel);
                     entry.state.extended(started, sent_ttl);
                     entry.due = started + sent_ttl / REFRESH_FRACTION;
                 }
@@ -236,6 +263,7 @@ fn run(registry: &'static Registry) {
                 Err(_) => {
                     metrics::count(Counter::RefreshFailed, 1);
                     metrics::count(Counter::StoreErrors, 1);
+                    entry.state.failures.fetch_add(1, Ordering::AcqRel);
                     if entry
                         .state
                         .expiry

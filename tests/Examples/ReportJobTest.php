@@ -136,6 +136,23 @@ final class ReportJobTest extends DeadboltTestCase
         }
     }
 
+    /** A failed acquire reports the time it took (it was 0.0 whatever happened). */
+    public function testAFailedAcquireReportsTheTimeItTook(): void
+    {
+        // A listener that accepts connections (the kernel does) and never answers: the acquire ends at its timeout.
+        $silent = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+        self::assertNotFalse($silent, $error);
+        $port = (int) substr((string) strrchr((string) stream_socket_get_name($silent, false), ':'), 1);
+        try {
+            $run = $this->runReport(['LOCK_REDIS_URL' => 'redis://127.0.0.1:' . $port . '?timeout=1', 'REPORT_WORK_MS' => '10']);
+        } finally {
+            fclose($silent);
+        }
+        $record = $this->assertRun($run, 'error');
+        self::assertGreaterThan(0.0, $record['wait_ms']);
+        self::assertSame(0.0, $record['hold_ms']);
+    }
+
     public function testPasswordInTheUrl(): void
     {
         $password = 'pw-' . bin2hex(random_bytes(16));

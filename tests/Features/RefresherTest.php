@@ -120,6 +120,23 @@ final class RefresherTest extends FeatureTestCase
      * ownership before a side effect (isExpired(), getRemainingLifetime()) sees the lock as alive, not expired after
      * its first TTL.
      */
+    /** The refresher's extensions reach the logger with the next call on the lock (it cannot log from its thread). */
+    public function testTheRefreshersExtensionsReachTheLogger(): void
+    {
+        $lock = (new LockFactory(new RedisStore(SharedRedis::dsn())))->createLock(uniqid(__METHOD__, true), 0.3, true, true);
+        $logger = new RecordingLogger();
+        $lock->setLogger($logger);
+        $this->assertTrue($lock->acquire());
+        usleep(1_000_000); // three TTLs and more
+        $logger->records = [];
+        $lock->release();
+
+        $this->assertSame('debug', $logger->records[0][0]);
+        $this->assertSame('Expiration of the "{resource}" lock put off {count} times in the background.', $logger->records[0][1]);
+        $this->assertGreaterThanOrEqual(1, $logger->records[0][2]['count']);
+        $this->assertSame('Successfully released the "{resource}" lock.', $logger->records[1][1]);
+    }
+
     public function testTheLifetimeFollowsTheRefresher(): void
     {
         $key = new \Deadbolt\Key(uniqid(__METHOD__, true));
@@ -196,6 +213,8 @@ final class RefresherTest extends FeatureTestCase
         $holder = $this->fork(function (Channel $parent) use ($dsn, $resource): void {
             Metrics::reset();
             $lock = (new LockFactory(new RedisStore($dsn)))->createLock($resource, self::TTL, true, true);
+            $logger = new RecordingLogger();
+            $lock->setLogger($logger);
             $this->assertTrue($lock->acquire());
             $this->assertFalse($lock->isLost());
             $parent->send('holding');
@@ -215,6 +234,11 @@ final class RefresherTest extends FeatureTestCase
                     $this->assertTrue($lock->isLost(), 'still lost after the refused refresh()');
                 }
             }
+            // What the refresher went through reaches the logger with the next call: its failures, and the loss once.
+            $messages = array_map(static fn (array $r): string => $r[0].' '.$r[1], $logger->records);
+            $this->assertContains('notice Failed {count} times to put off the expiration of the "{resource}" lock in the background.', $messages);
+            $lost = 'warning The "{resource}" lock was lost: the background refresher found it expired or taken by someone else.';
+            $this->assertSame(1, count(array_keys($messages, $lost, true)), 'the loss is logged once: '.implode("\n", $messages));
             $counters = Metrics::snapshot()['counters'];
             $this->assertSame(1, $counters['lost'], 'one lock found gone: '.json_encode($counters));
             $this->assertGreaterThanOrEqual(1, $counters['refresh_failed'], 'the refresher\'s failures are counted: '.json_encode($counters));

@@ -19,8 +19,9 @@ impl Lock {
     /// [`Error::Acquiring`] with the cause when the store fails or the lock expired at once;
     /// [`Error::Conflict`] when a blocking acquire lost the lock right after taking it.
     pub fn acquire(&mut self, mode: Mode, wait: Wait, sink: &mut dyn EventSink) -> Result<bool> {
+        self.report_background(sink);
         let started = Instant::now();
-        let outcome = self.take(mode, wait, sink);
+        let outcome = self.take(mode, wait, started, sink);
         metrics::time(Timing::Wait, started.elapsed());
         match &outcome {
             Ok(true) => {
@@ -36,7 +37,13 @@ impl Lock {
         outcome
     }
 
-    fn take(&mut self, mode: Mode, wait: Wait, sink: &mut dyn EventSink) -> Result<bool> {
+    fn take(
+        &mut self,
+        mode: Mode,
+        wait: Wait,
+        started: Instant,
+        sink: &mut dyn EventSink,
+    ) -> Result<bool> {
         let store = Rc::clone(self.store());
         let key = Arc::clone(&self.key);
         let mut key = key.lock();
@@ -72,7 +79,7 @@ impl Lock {
                 return Ok(false);
             }
             self.dirty = true;
-            sink.emit(Event::new(Level::Debug, acquired_message));
+            sink.emit(Event::new(Level::Debug, acquired_message).waited(started.elapsed()));
             match self.ttl {
                 // Saved with the TTL already: report it as symfony/lock's refresh would.
                 Some(ttl) if expires => sink.emit(refreshed(ttl)),
@@ -88,9 +95,17 @@ impl Lock {
         match outcome {
             Ok(true) => Ok(true),
             Ok(false) => {
-                // Only a deadline ends a wait with false.
+                // Only a deadline (or the host's interrupt) ends a wait with false.
                 self.dirty = false;
-                sink.emit(Event::new(Level::Info, messages::CONFLICT));
+                let waited = started.elapsed();
+                let event = match wait {
+                    Wait::Until(deadline) if !report.interrupted => {
+                        Event::new(Level::Info, messages::TIMED_OUT)
+                            .allowed(deadline.saturating_duration_since(started))
+                    }
+                    _ => Event::new(Level::Info, messages::CONFLICT),
+                };
+                sink.emit(event.waited(waited));
                 Ok(false)
             }
             Err(e) if e.is_conflict() => {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::event::{messages, Event, Level};
+use crate::event::{messages, Event, EventSink, Level};
 use crate::refresher::Ticket;
 use crate::{Error, Key, Result, Store, Ttl};
 
@@ -167,6 +167,24 @@ impl Lock {
         let held = !key.is_inherited() && self.store().exists(&key)?;
         self.dirty = held;
         Ok(held)
+    }
+
+    /// Passes on what the background refresher did since the last call (it cannot log itself).
+    fn report_background(&self, sink: &mut dyn EventSink) {
+        let Some(news) = self.ticket.as_ref().map(Ticket::take_news) else {
+            return;
+        };
+        if news.refreshes > 0 {
+            let event = Event::new(Level::Debug, messages::REFRESHED_IN_BACKGROUND);
+            sink.emit(event.counted(news.refreshes));
+        }
+        if news.failures > 0 {
+            let event = Event::new(Level::Notice, messages::BACKGROUND_REFRESH_FAILED);
+            sink.emit(event.counted(news.failures));
+        }
+        if news.lost {
+            sink.emit(Event::new(Level::Warning, messages::LOST));
+        }
     }
 
     /// True once the background refresher found this lock gone: no network call.

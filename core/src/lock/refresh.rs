@@ -21,6 +21,7 @@ impl Lock {
                 "You have to define an expiration duration.",
             ));
         };
+        self.report_background(sink);
         let key = Arc::clone(&self.key);
         let mut key = key.lock();
         if self.is_lost() {

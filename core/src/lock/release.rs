@@ -20,6 +20,7 @@ impl Lock {
             self.dirty = false;
             return Ok(());
         }
+        self.report_background(sink);
         self.lost = self.is_lost();
         self.ticket = None;
         self.fence = None;
@@ -34,8 +35,9 @@ impl Lock {
         match self.store().delete(&mut key) {
             Ok(()) => {
                 self.dirty = false;
+                let hold = self.held_since.map(|since| since.elapsed());
                 self.end_hold();
-                sink.emit(Event::new(Level::Debug, messages::RELEASED));
+                sink.emit(Event::new(Level::Debug, messages::RELEASED).held(hold));
                 Ok(())
             }
             Err(e) => {
