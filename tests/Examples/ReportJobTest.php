@@ -245,6 +245,18 @@ final class ReportJobTest extends DeadboltTestCase
         self::assertStringContainsString('LOCK_DIR=' . $environment['LOCK_DIR'] . ' ', $cron[0]);
         self::assertStringContainsString('/usr/bin/php /opt/report-app/examples/report.php', $cron[0]);
         self::assertDoesNotMatchRegularExpression('/PASSW/i', $cron[0]);
+        // ... and the same time of day as the timer (the timer ran at 00:00, the cron line at 03:15).
+        [$minute, $hour] = preg_split('/\s+/', $cron[0]);
+        self::assertSame([sprintf('*-*-* %02d:%02d:00', (int) $hour, (int) $minute)], $timerUnits['Timer']['OnCalendar']);
+    }
+
+    /** The ACL line deploy/README.md gives ops is exactly the rule set tests/Security/RedisAclTest.php runs under. */
+    public function testTheDeployGuidesAclLineIsTheTestedOne(): void
+    {
+        $readme = (string) file_get_contents(self::DEPLOY . '/README.md');
+        self::assertSame(1, preg_match('/^ACL SETUSER report-worker on >PASSWORD (.+)$/m', $readme, $line), 'the ACL line');
+        $rules = str_replace('~app:*', '~myapp:*', \Deadbolt\Tests\Security\RedisAclTest::RULES);
+        self::assertSame($rules, explode(' ', trim($line[1])));
     }
 
     /**
