@@ -204,6 +204,33 @@ final class RedisFailureTest extends DeadboltTestCase
     }
 
     /**
+     * Failures are told in Deadbolt's words, with what to check: redis-rs's own vocabulary ("AuthenticationFailed",
+     * "os error 11" for a read timeout) never reaches a message, and a TLS DSN at a plain port says so.
+     */
+    public function testConnectionFailuresAreToldInOurWords(): void
+    {
+        $server = $this->server(['requirepass' => self::PASSWORD]);
+        $silent = stream_socket_server('tcp://127.0.0.1:0');
+        $this->assertNotFalse($silent);
+        $silentPort = (int) substr((string) strrchr((string) stream_socket_get_name($silent, false), ':'), 1);
+        $cases = [
+            'the server refused the credentials' => $server->dsn('', ':wrong-secret-1b2c'),
+            'no answer within 0.3 s (read_timeout' => 'redis://127.0.0.1:'.$silentPort.'?read_timeout=0.3',
+            'TLS handshake: check the port' => 'rediss://127.0.0.1:'.SharedRedis::port().'?read_timeout=0.3',
+            'the connection was refused' => 'redis://127.0.0.1:1',
+        ];
+        foreach ($cases as $expected => $dsn) {
+            $lock = (new LockFactory(new RedisStore($dsn)))->createLock(uniqid(__METHOD__, true), 30.0);
+            $messages = self::chainMessages($this->caught(static fn () => $lock->acquire()));
+            $this->assertStringContainsString($expected, $messages);
+            foreach (['AuthenticationFailed', 'os error', 'ResponseError', 'temporarily unavailable'] as $theirs) {
+                $this->assertStringNotContainsString($theirs, $messages);
+            }
+        }
+        fclose($silent);
+    }
+
+    /**
      * @return iterable<string, array{string}>
      */
     public static function wrongCredentials(): iterable

@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod scripts;
 pub mod transport;
 mod wait;
+mod wording;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

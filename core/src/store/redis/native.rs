@@ -13,10 +13,11 @@ use parking_lot::Mutex;
 
 use crate::process::PerProcess;
 use crate::store::redis::client::client_for;
-use crate::store::redis::dsn::Dsn;
+use crate::store::redis::dsn::{Dsn, Endpoint};
 use crate::store::redis::protocol::Signal;
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
+use crate::store::redis::wording;
 
 /// Eviction policies that may drop a live lock key.
 const EVICTING_POLICIES: [&str; 2] = ["allkeys-", "volatile-"];
@@ -145,7 +146,12 @@ impl NativeTransport {
                 _ => RunErrorKind::Server,
             }
         };
-        RunError::new(kind, format!("Redis at {}: {e}", self.name))
+        let context = wording::Context {
+            tls: matches!(self.dsn.endpoint, Endpoint::Tcp { tls: true, .. }),
+            timeout: self.dsn.read_timeout,
+        };
+        let text = wording::describe(e, context);
+        RunError::new(kind, format!("Redis at {}: {text}", self.name))
     }
 }
 

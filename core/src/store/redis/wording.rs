@@ -1,0 +1,133 @@
+//! redis-rs errors in Deadbolt's words. redis-rs describes failures in its own terms
+//! ("AuthenticationFailed", "Resource temporarily unavailable (os error 11)" for a read that timed
+//! out): a message says what went wrong and what to check, and never carries a secret (redis-rs's
+//! errors carry none; nothing is added here that could).
+
+use std::time::Duration;
+
+use redis::{ErrorKind, RedisError};
+
+use crate::ttl::shown;
+
+/// What the connection was, for the hints.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Context {
+    /// `rediss://`.
+    pub tls: bool,
+    /// The socket timeout of the call.
+    pub timeout: Duration,
+}
+
+/// `e` in Deadbolt's words.
+pub(crate) fn describe(e: &RedisError, context: Context) -> String {
+    if e.kind() == ErrorKind::AuthenticationFailed {
+        return "the server refused the credentials: wrong password or user (with password_env, check the variable it names)".into();
+    }
+    if e.is_timeout() {
+        let hint = if context.tls {
+            "; a rediss:// DSN pointed at a port that speaks plain Redis gets no answer to its TLS handshake: check the port"
+        } else {
+            ""
+        };
+        return format!(
+            "no answer within {} s (read_timeout; a server that is down, paused or busy){hint}",
+            shown(context.timeout.as_secs_f64())
+        );
+    }
+    if e.is_connection_refusal() {
+        return "the connection was refused: nothing listens at that address (is redis-server running, is the port right?)".into();
+    }
+    if e.is_connection_dropped() {
+        let hint = if context.tls {
+            ""
+        } else {
+            "; a port that expects TLS closes plain connections: use rediss://"
+        };
+        return format!("the server closed the connection{hint}");
+    }
+    if e.to_string().contains("failed to lookup address") {
+        return "the host name does not resolve (check the host in the DSN)".into();
+    }
+    if let Some(code) = e.code() {
+        return match e.detail() {
+            Some(detail) => format!("the server answered {code} {detail}"),
+            None => format!("the server answered {code}"),
+        };
+    }
+    if e.kind() == ErrorKind::Io {
+        return match e.detail() {
+            Some(detail) => format!("the connection failed: {detail}"),
+            None => "the connection failed".into(),
+        };
+    }
+    e.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::*;
+
+    const PLAIN: Context = Context {
+        tls: false,
+        timeout: Duration::from_millis(500),
+    };
+    const TLS: Context = Context {
+        tls: true,
+        timeout: Duration::from_secs(1),
+    };
+
+    fn io_error(kind: io::ErrorKind) -> RedisError {
+        RedisError::from(io::Error::new(kind, "from the OS"))
+    }
+
+    #[test]
+    fn failures_are_named_in_our_words_with_what_to_check() {
+        let auth = RedisError::from((
+            ErrorKind::AuthenticationFailed,
+            "Password authentication failed",
+        ));
+        assert!(describe(&auth, PLAIN).starts_with("the server refused the credentials"));
+        let timed_out = io_error(io::ErrorKind::WouldBlock);
+        assert_eq!(
+            describe(&timed_out, PLAIN),
+            "no answer within 0.5 s (read_timeout; a server that is down, paused or busy)"
+        );
+        assert!(describe(&timed_out, TLS).ends_with("TLS handshake: check the port"));
+        let refused = io_error(io::ErrorKind::ConnectionRefused);
+        assert!(describe(&refused, PLAIN).starts_with("the connection was refused"));
+        let dropped = io_error(io::ErrorKind::ConnectionReset);
+        assert!(describe(&dropped, PLAIN).ends_with("use rediss://"));
+        assert_eq!(describe(&dropped, TLS), "the server closed the connection");
+    }
+
+    #[test]
+    fn no_redis_rs_vocabulary_reaches_a_message() {
+        let errors = [
+            RedisError::from((
+                ErrorKind::AuthenticationFailed,
+                "Password authentication failed",
+            )),
+            io_error(io::ErrorKind::WouldBlock),
+            io_error(io::ErrorKind::TimedOut),
+            io_error(io::ErrorKind::ConnectionRefused),
+            io_error(io::ErrorKind::ConnectionReset),
+            io_error(io::ErrorKind::BrokenPipe),
+        ];
+        for e in &errors {
+            for context in [PLAIN, TLS] {
+                let text = describe(e, context);
+                for word in [
+                    "AuthenticationFailed",
+                    "os error",
+                    "ResponseError",
+                    "IoError",
+                    "Server(",
+                ] {
+                    assert!(!text.contains(word), "{text}");
+                }
+            }
+        }
+    }
+}
