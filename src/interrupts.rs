@@ -9,7 +9,10 @@
 //! caller sees.
 
 use deadbolt_core::Interrupts;
-use ext_php_rs::ffi::{zend_atomic_bool, zend_interrupt_function};
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+use ext_php_rs::ffi::{zend_atomic_bool, zend_execute_data, zend_interrupt_function, zend_object};
 use ext_php_rs::types::ZendCallable;
 use ext_php_rs::zend::ExecutorGlobals;
 
@@ -26,6 +29,52 @@ extern "C" {
 /// Installs PHP's answers in the engine (MINIT).
 pub fn install() {
     deadbolt_core::set_interrupts(Interrupts { watched, requested });
+}
+
+/// The interrupt function that was there before [`watch_handlers`] (pcntl's dispatch).
+static PREVIOUS: OnceLock<Option<unsafe extern "C" fn(*mut zend_execute_data)>> = OnceLock::new();
+
+thread_local! {
+    /// The exception the last signal handler threw, as long as it may still be the pending one.
+    static HANDLERS: Cell<*mut zend_object> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Wraps the engine's interrupt function (once, at the first request: pcntl installs its own at
+/// its MINIT, whichever order the modules load in) to remember an exception a signal handler
+/// throws. PHP also runs handlers when a function that Deadbolt calls returns (a client's
+/// method during a wait); such an exception is the application's, not the client's.
+pub fn watch_handlers() {
+    // SAFETY: the engine's global, read and replaced on PHP's thread before any script runs.
+    unsafe {
+        let previous = zend_interrupt_function;
+        if PREVIOUS.set(previous).is_ok() && previous.is_some() {
+            zend_interrupt_function = Some(after_handlers);
+        }
+    }
+}
+
+unsafe extern "C" fn after_handlers(frame: *mut zend_execute_data) {
+    let before = ExecutorGlobals::get().exception;
+    if let Some(Some(previous)) = PREVIOUS.get() {
+        // SAFETY: the engine's own interrupt function, called as the engine called this one.
+        unsafe { previous(frame) };
+    }
+    let after = ExecutorGlobals::get().exception;
+    if before.is_null() && !after.is_null() {
+        HANDLERS.set(after);
+    }
+}
+
+/// Forgets the last handler's exception: [`exception_is_a_handlers`] then answers for the calls
+/// made from now on only.
+pub fn forget_handlers() {
+    HANDLERS.set(std::ptr::null_mut());
+}
+
+/// Whether the pending exception is one a signal handler threw.
+pub fn exception_is_a_handlers() -> bool {
+    let pending = ExecutorGlobals::get().exception;
+    !pending.is_null() && HANDLERS.get() == pending
 }
 
 /// Whether a signal handler may need to run during a wait: pcntl's async signals are on.

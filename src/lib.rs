@@ -57,6 +57,7 @@ extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
 /// - a Lock dying while held is released in PHP's destructor phase;
 /// - two distinct Keys are not `==`;
 /// - `var_dump()`/`print_r()` show each object's safe state;
+/// - an exception a signal handler throws during a client's call is told apart from the client's;
 /// - the parameters that may carry a password (a DSN, or a client holding one) are
 ///   `#[\SensitiveParameter]`, as symfony/lock's and PDO's are.
 fn install_engine_hooks() {
@@ -72,6 +73,7 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
+    interrupts::watch_handlers();
 }
 
 /// The `deadbolt` section of `phpinfo()`.

@@ -302,6 +302,7 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
     // it. It is set aside for the call (a waiter still leaves the queue) and put back after it.
     let in_flight = !ext_php_rs::zend::ExecutorGlobals::get().exception.is_null();
     let _parked = in_flight.then(ParkedException::park).flatten();
+    crate::interrupts::forget_handlers();
     let result = guarded(|| match object.try_call_method(method, params.clone()) {
         // Predis answers commands through __call: no real method to find.
         Err(ext_php_rs::error::Error::Callable) => call_magic(object, method, params),
@@ -310,7 +311,7 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
     .map_err(|ended| RunError::new(RunErrorKind::Server, format!("{method}(): {ended}")))?;
     // A signal handler that PHP ran during the client's call may have thrown: that exception is
     // the application's, not the client's, and stays in flight for the caller.
-    if foreign_exception_pending() {
+    if crate::interrupts::exception_is_a_handlers() {
         return Err(RunError::new(
             RunErrorKind::Server,
             format!("{method}() was interrupted by an exception of the application"),
@@ -335,25 +336,6 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
             format!("{method}() could not be called: {e}"),
         )
     })
-}
-
-/// The exception classes the supported clients throw.
-const CLIENT_EXCEPTIONS: [&str; 3] = [
-    "RedisException",
-    "RedisClusterException",
-    "Predis\\PredisException",
-];
-
-/// Whether the pending exception is one no client throws (an application's signal handler's).
-fn foreign_exception_pending() -> bool {
-    let exception = ext_php_rs::zend::ExecutorGlobals::get().exception;
-    // SAFETY: a non-null `EG(exception)` is a live object.
-    let Some(exception) = (unsafe { exception.as_ref() }) else {
-        return false;
-    };
-    !CLIENT_EXCEPTIONS
-        .iter()
-        .any(|class| ClassEntry::try_find(class).is_some_and(|ce| exception.instance_of(ce)))
 }
 
 /// `call_user_func_array([$object, $method], $params)`, which goes through `__call`.

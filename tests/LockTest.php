@@ -531,7 +531,9 @@ final class LockTest extends DeadboltTestCase
             ['debug', 'Expiration defined for "{resource}" lock for "{ttl}" seconds.', ['resource' => $resource, 'ttl' => 30.0]],
             ['debug', 'Expiration defined for "{resource}" lock for "{ttl}" seconds.', ['resource' => $resource, 'ttl' => 10.0]],
             ['debug', 'Successfully released the "{resource}" lock.', ['resource' => $resource]],
-        ], $logger->records);
+        ], self::withoutTimes($logger->records));
+        $this->assertIsFloat($logger->records[0][2]['wait']);
+        $this->assertIsFloat($logger->records[3][2]['hold']);
     }
 
     public function testALoggerSetOnALockReceivesItsConflicts(): void
@@ -560,7 +562,19 @@ final class LockTest extends DeadboltTestCase
         $lock->setLogger($logger);
         $lock->acquire();
 
-        $this->assertSame([['debug', 'Successfully acquired the "{resource}" lock.', ['resource' => $resource]]], $logger->records);
+        $this->assertSame([['debug', 'Successfully acquired the "{resource}" lock.', ['resource' => $resource]]], self::withoutTimes($logger->records));
+    }
+
+    /**
+     * The records as symfony/lock writes them: without the wait and hold times Deadbolt adds to the context.
+     *
+     * @param list<array{0: mixed, 1: string, 2: array<string, mixed>}> $records
+     *
+     * @return list<array{0: mixed, 1: string, 2: array<string, mixed>}>
+     */
+    private static function withoutTimes(array $records): array
+    {
+        return array_map(static fn (array $r): array => [$r[0], $r[1], array_diff_key($r[2], ['wait' => true, 'hold' => true])], $records);
     }
 
     public function testALoggerSetOnALockReplacesTheFactoryLogger(): void

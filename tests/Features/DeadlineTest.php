@@ -24,7 +24,7 @@ final class DeadlineTest extends FeatureTestCase
     /** A waiting process may use at most this share of the waited wall time. */
     private const CPU_SHARE = 0.2;
 
-    private const CONFLICT = 'Failed to acquire the "{resource}" lock. Someone else already acquired the lock.';
+    private const TIMED_OUT = 'Failed to acquire the "{resource}" lock within {timeout} seconds.';
 
     /**
      * Not under valgrind: CPU time measured under valgrind says nothing about spinning.
@@ -58,7 +58,9 @@ final class DeadlineTest extends FeatureTestCase
                     $waited
                 ));
                 $this->assertFalse($lock->isAcquired(), "$call left nothing held");
-                $this->assertSame([['info', self::CONFLICT, ['resource' => $resource]]], $logger->records, "$call logs like a conflict");
+                $this->assertSame([['info', self::TIMED_OUT]], array_map(static fn (array $r): array => [$r[0], $r[1]], $logger->records), "$call logs a timeout");
+                $this->assertSame(['resource', 'wait', 'timeout'], array_keys($logger->records[0][2]));
+                $this->assertSame($resource, $logger->records[0][2]['resource']);
             }
         });
     }
