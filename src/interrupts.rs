@@ -117,5 +117,5 @@ fn requested() -> bool {
             return true;
         }
     }
-    !ExecutorGlobals::get().exception.is_null()
+    crate::php_call::exception_in_flight()
 }

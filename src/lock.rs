@@ -56,7 +56,7 @@ impl PhpLock {
         let acquired = match object.run(|lock, log| lock.acquire(mode, wait, log)) {
             // A signal handler threw (or exited) during the wait: its exception is what the caller
             // gets; the wait ended without the lock.
-            Err(_) if in_flight() => return Ok(false),
+            Err(_) if php_call::exception_in_flight() => return Ok(false),
             other => other?,
         };
         let lent = matches!(object.inner.borrow().store_ref(), StoreRef::Lent(_));
@@ -224,11 +224,6 @@ impl PhpLock {
             "Cannot unserialize Deadbolt\\Lock.",
         ))
     }
-}
-
-/// Whether an exception (or an ending script) is already in flight in the engine.
-fn in_flight() -> bool {
-    !ext_php_rs::zend::ExecutorGlobals::get().exception.is_null()
 }
 
 /// A Lock used from inside one of its own calls (a logger or signal handler run during it).

@@ -53,6 +53,11 @@ extern "C" {
     fn zend_is_graceful_exit(ex: *const zend_object) -> bool;
 }
 
+/// Whether an exception (or an ending script's unwind exit) is pending in the engine.
+pub fn exception_in_flight() -> bool {
+    !ExecutorGlobals::get().exception.is_null()
+}
+
 /// Whether the engine's pending exception is an unwind exit (the script is ending).
 pub fn exit_pending() -> bool {
     let exception = ExecutorGlobals::get().exception;

@@ -300,8 +300,9 @@ fn call(object: &Zval, method: &str, params: Vec<&dyn IntoZvalDyn>) -> Result<Zv
     // An exception already in flight (a signal handler threw or exited during a wait) is not the
     // client's: PHP would not run the call with it pending, and taking it afterwards would swallow
     // it. It is set aside for the call (a waiter still leaves the queue) and put back after it.
-    let in_flight = !ext_php_rs::zend::ExecutorGlobals::get().exception.is_null();
-    let _parked = in_flight.then(ParkedException::park).flatten();
+    let _parked = crate::php_call::exception_in_flight()
+        .then(ParkedException::park)
+        .flatten();
     crate::interrupts::forget_handlers();
     let result = guarded(|| match object.try_call_method(method, params.clone()) {
         // Predis answers commands through __call: no real method to find.

@@ -143,17 +143,16 @@ impl<T: Transport> RedisStore<T> {
             Err(e) if !is_loading(&e) && !is_timed_out(&e) => return Err(e),
             _ => {}
         }
-        let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+        self.leave(key, queue);
         Ok(false)
     }
 }
 
 impl<T: Transport> RedisStore<T> {
-    /// Leaves the queue after the wait failed with `e` (best effort: the entry expires within the
-    /// protocol's ALIVE_FOR anyway), and gives `e` back.
-    fn leave(&self, key: &mut Key, queue: &WaitKeys, e: Error) -> Error {
+    /// Leaves the queue, releasing a lock handed over meanwhile (best effort: the entry expires
+    /// within the protocol's ALIVE_FOR anyway).
+    fn leave(&self, key: &mut Key, queue: &WaitKeys) {
         let _ = self.run(&LEAVE, key, &queue.all(), &[]);
-        e
     }
 }
 
@@ -200,7 +199,7 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
             // waiter leaves the queue as at a deadline.
             if rounds > 0 && crate::interrupt::requested() {
                 report.interrupted = true;
-                let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+                self.leave(key, &queue);
                 return Ok(false);
             }
             rounds += 1;
@@ -230,7 +229,10 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                 }
                 // Any other failure (or the host interrupting a client's call) ends the wait: the
                 // waiter leaves the queue, so no release hands the lock to it.
-                Err(e) => return Err(self.leave(key, &queue, e)),
+                Err(e) => {
+                    self.leave(key, &queue);
+                    return Err(e);
+                }
                 Ok(round) => round,
             };
             answered = true;
@@ -253,7 +255,10 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                             hint = None;
                             continue;
                         }
-                        Err(e) => return Err(self.leave(key, &queue, e)),
+                        Err(e) => {
+                            self.leave(key, &queue);
+                            return Err(e);
+                        }
                         Ok(signal) => signal,
                     };
                     if signal == Some(Signal::Granted) {
