@@ -176,7 +176,8 @@ foreach ($procsList as $round => $procs) {
 if ($port !== null) {
     $redis = new Resp(REDIS_HOST, $port);
     $left = $keys->find($redis);
-    $resources = array_filter($left, static fn (string $k): bool => str_starts_with($k, $keys->prefix));
+    $resources = array_filter($left, static fn (string $k): bool => str_starts_with($k, $keys->prefix)
+        && !str_contains($k, '#deadbolt:'));
     if ($resources !== []) {
         $notes[] = sprintf('%d lock key(s) remained in Redis after the runs: %s', count($resources),
             implode(', ', array_slice($resources, 0, 5)));

@@ -30,7 +30,7 @@
  *
  * Every resource name carries a prefix unique to the run (deadbolt-bench:<random>:<variant>:<n>). At the end (also
  * after an error) every key whose name contains that prefix is deleted, the lock keys and the keys a store derives
- * from them (Deadbolt's deadbolt:fence:{name}, deadbolt:waiters:{name} and deadbolt:waiting:{name}); what remained
+ * from them (Deadbolt's name#deadbolt:fence{name}, name#deadbolt:queue{name} and the like); what remained
  * after release is reported. Nothing is written to disk.
  *
  * Env: DEADBOLT_REDIS_PORT (when --port is not given), SYMFONY_LOCK_AUTOLOAD, PREDIS_AUTOLOAD (library paths).

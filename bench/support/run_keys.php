@@ -3,7 +3,7 @@
 /*
  * The Redis keys of one run. Every resource name starts with a prefix new to the run, deadbolt-bench:<random>:, so
  * runs never see each other's keys, and the keys a store derives from a name contain it too (Deadbolt's
- * deadbolt:fence:{name}, deadbolt:waiters:{name}, deadbolt:waiting:{name}, deadbolt:handovers:{name}). At the end every key whose name
+ * name#deadbolt:fence{name}, name#deadbolt:queue{name}, name#deadbolt:waiters{name}, name#deadbolt:handovers{name}). At the end every key whose name
  * contains the prefix is deleted.
  */
 

@@ -29,19 +29,19 @@ fn store_at(url: &str, n: u32) -> RedisStore<NativeTransport> {
 }
 
 fn queue(resource: &str) -> String {
-    format!("deadbolt:waiters:{{{resource}}}")
+    format!("{resource}#deadbolt:queue{{{resource}}}")
 }
 
 fn details(resource: &str) -> String {
-    format!("deadbolt:waiting:{{{resource}}}")
+    format!("{resource}#deadbolt:waiters{{{resource}}}")
 }
 
 fn handovers(resource: &str) -> String {
-    format!("deadbolt:handovers:{{{resource}}}")
+    format!("{resource}#deadbolt:handovers{{{resource}}}")
 }
 
 fn grant(resource: &str, token: &str) -> String {
-    format!("deadbolt:waiters:{{{resource}}}:{token}")
+    format!("{resource}#deadbolt:queue{{{resource}}}:{token}")
 }
 
 fn server_ms(con: &mut redis::Connection) -> i64 {

@@ -219,8 +219,9 @@ final class Lock
      *     ->execute([$body, $token, $id, $token]);
      * ```
      *
-     * Drawn on the first call of a hold, under the lock, and the same for the rest of the hold. Redis: a counter
-     * under the key "deadbolt:fence:{resource}" (never expires). flock: a counter in the lock file. In-memory: a
+     * Drawn on the first call of a hold, under the lock, and the same for the rest of the hold. Redis: the server
+     * clock in microseconds, or one past the last token when that is ahead (kept under "resource#deadbolt:fence{resource}"
+     * for a minute past the hold), so tokens are large and keep increasing. flock: a counter in the lock file. In-memory: a
      * counter of the store.
      *
      * @return int|null null when the lock is not held exclusively (not acquired, released, or a read lock)

@@ -112,8 +112,8 @@ final class WakeUpTest extends FeatureTestCase
         }
         $admin = SharedRedis::client();
         foreach ($admin->keys('*'.$resource.'*') as $left) {
-            // Only the record of the hand-over (deadbolt:waiting:...), which expires within a second.
-            $this->assertStringStartsWith($prefix.'deadbolt:waiting:', $left);
+            // Only the waiters' details (RESOURCE#deadbolt:waiters...), which expire within a second.
+            $this->assertStringStartsWith($prefix.$resource.'#deadbolt:waiters', $left);
             $this->assertLessThanOrEqual(1000, $admin->pttl($left), $left);
             $this->assertGreaterThan(0, $admin->pttl($left), $left);
         }

@@ -188,7 +188,7 @@ final class RedisForkSafetyTest extends DeadboltTestCase
             $parent->send($store->exists($key) ? 'held' : 'not held');
             $store->delete($key);
         });
-        $queue = 'deadbolt:waiters:{'.$resource.'}';
+        $queue = $resource.'#deadbolt:queue{'.$resource.'}';
         $deadline = microtime(true) + 30.0;
         while (0 === $this->inspector->zCard($queue)) {
             $this->assertLessThan($deadline, microtime(true), 'the child never joined the queue');

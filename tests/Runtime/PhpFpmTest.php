@@ -16,7 +16,7 @@ use Deadbolt\Tests\Support\SharedRedis;
  *
  * Judges: the pool itself (same worker pids from the warm-up to the end, pm.max_requests = 0, the master alive, no
  * signal or non-zero exit in the FPM log, nothing on the workers' stderr), a fresh php process that must be able to
- * take every resource afterwards (non-blocking), Redis (no lock key left, only deadbolt:* companions), CLIENT LIST
+ * take every resource afterwards (non-blocking), Redis (no lock key left, only #deadbolt: companions), CLIENT LIST
  * matched against the workers' sockets in /proc (one connection per worker, the same one in every wave), and
  * /proc/<pid>/status (worker RSS flat between the warm-up and the end of the main wave).
  *
@@ -225,7 +225,7 @@ final class PhpFpmTest extends DeadboltTestCase
         $iterator = null;
         while (false !== ($keys = $inspector->scan($iterator, '*'.$prefix.'*', 1000))) {
             foreach ($keys as $key) {
-                if (!str_starts_with($key, 'deadbolt:')) {
+                if (!str_contains($key, '#deadbolt:')) {
                     $left[] = $key.' ('.$inspector->type($key).', pttl '.$inspector->pttl($key).')';
                 }
             }
@@ -233,7 +233,7 @@ final class PhpFpmTest extends DeadboltTestCase
                 break;
             }
         }
-        $this->assertSame([], $left, 'Redis lock keys left after every request ended (only deadbolt:* companions may remain)');
+        $this->assertSame([], $left, 'Redis lock keys left after every request ended (only the #deadbolt: companions may remain)');
 
         $this->assertPoolHealthy($master, 'at the end');
         $inspector->close();

@@ -14,14 +14,14 @@ use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\RedisServer;
 
 /**
- * Deadbolt works for a Redis ACL user that has only the commands it needs, on the lock keys and the deadbolt:*
- * companions only.
+ * Deadbolt works for a Redis ACL user that has only the commands it needs, on the application's key pattern only
+ * (~app:*): every key Deadbolt keeps beside a lock begins with the lock's name.
  *
  * The minimal set was found by removing one command at a time from a working set and watching ACL LOG: the
  * connection sends AUTH (always allowed) and CONFIG GET maxmemory-policy (refused here: no eviction warning, no
  * error); the top-level commands are SCRIPT LOAD, EVALSHA (EVAL as the fallback of a PHP client on NOSCRIPT) and
  * BLPOP (hand-overs to blocking waiters); the scripts run, under the user's own rights, DEL EXISTS HDEL HGET HGETALL
- * HSET INCR LLEN LPOP LPUSH PEXPIRE PEXPIREAT PTTL TIME TYPE ZADD ZCARD ZRANGE ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE.
+ * GET HSET LLEN LPOP LPUSH PEXPIRE PEXPIREAT PTTL SET TIME TYPE ZADD ZCARD ZRANGE ZREM ZREMRANGEBYSCORE ZREVRANGE ZSCORE.
  * No PING, HELLO, CLIENT or SELECT.
  *
  * The server has maxmemory-policy allkeys-lru: were CONFIG GET allowed, Deadbolt would warn; refused, it must not.
@@ -34,10 +34,10 @@ final class RedisAclTest extends DeadboltTestCase
 
     /** The ACL rules of the user, besides its password. */
     public const RULES = [
-        'resetkeys', '~app:*', '~deadbolt:*', 'resetchannels', '-@all',
+        'resetkeys', '~app:*', 'resetchannels', '-@all',
         '+script|load', '+evalsha', '+eval', '+blpop',
-        '+del', '+exists', '+hdel', '+hget', '+hgetall', '+hset', '+incr', '+llen', '+lpop', '+lpush', '+pexpire',
-        '+pexpireat', '+pttl',
+        '+del', '+exists', '+get', '+hdel', '+hget', '+hgetall', '+hset', '+llen', '+lpop', '+lpush', '+pexpire',
+        '+pexpireat', '+pttl', '+set',
         '+time', '+type', '+zadd', '+zcard', '+zrange', '+zrem', '+zremrangebyscore', '+zrevrange', '+zscore',
     ];
 
@@ -98,7 +98,7 @@ final class RedisAclTest extends DeadboltTestCase
             $this->assertGreaterThan($fence, $other->getFencingToken(), 'fencing tokens increase');
             $other->release();
 
-            // A wait with a deadline (the queue deadbolt:waiters:{...}, BLPOP on its grant list) runs out while held.
+            // A wait with a deadline (the queue app:deadline#deadbolt:queue{...}, BLPOP on its grant list) runs out while held.
             $held = $factory->createLock('app:deadline', 30.0);
             $this->assertTrue($held->acquire());
             $this->assertFalse($factory->createLock('app:deadline', 30.0)->acquire(false, 0.2));
@@ -128,7 +128,7 @@ final class RedisAclTest extends DeadboltTestCase
             $store->waitAndSave($key);
             $store->delete($key);
 
-            // A blocking wait handed the lock by another process's release (BLPOP on deadbolt:waiters:{...}:TOKEN).
+            // A blocking wait handed the lock by another process's release (BLPOP on app:wait#deadbolt:queue{...}:TOKEN).
             $holder = $this->holderProcess('app:wait');
             $waiter = $factory->createLock('app:wait', 30.0);
             $this->assertFalse($waiter->acquire(false));
@@ -153,7 +153,7 @@ final class RedisAclTest extends DeadboltTestCase
         $lock = (new LockFactory($store))->createLock('other:report', 30.0);
         try {
             $lock->acquire();
-            $this->fail('acquire() on a key outside ~app:* ~deadbolt:* succeeded');
+            $this->fail('acquire() on a key outside ~app:* succeeded');
         } catch (LockAcquiringException $e) {
             $previous = $e->getPrevious();
             $this->assertInstanceOf(LockStorageException::class, $previous);
@@ -172,6 +172,38 @@ final class RedisAclTest extends DeadboltTestCase
         $this->assertTrue($allowed->acquire());
         $allowed->release();
         $this->assertContains('other:report', $this->deniedObjects());
+    }
+
+    /**
+     * An ACL that grants the lock key but not the keys beside it fails the acquire at once, naming the refusal, and
+     * leaves nothing held: not the release after the work is done.
+     */
+    public function testAnAclWithoutTheCompanionKeysFailsTheAcquireNotTheRelease(): void
+    {
+        $rules = array_map(static fn (string $rule): string => '~app:*' === $rule ? '~app:exact' : $rule, self::RULES);
+        $this->admin->rawCommand('ACL', 'SETUSER', self::USER, 'reset', 'on', '>'.self::PASSWORD, ...$rules);
+        foreach ([new RedisStore($this->dsn()), $this->clientAsTheUser()] as $store) {
+            $lock = (new LockFactory($store))->createLock('app:exact', 30.0);
+            try {
+                $lock->acquire();
+                $this->fail('acquire() succeeded without rights on the keys its release needs');
+            } catch (LockAcquiringException $e) {
+                $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+                $this->assertMatchesRegularExpression('/permission/i', $e->getPrevious()->getMessage());
+                $this->assertNoPasswordAndNamesTheServer($e);
+            }
+            $this->assertFalse($lock->isAcquired());
+            $this->assertSame(0, $this->admin->exists('app:exact'), 'nothing was written');
+        }
+    }
+
+    private function clientAsTheUser(): RedisStore
+    {
+        $redis = new \Redis();
+        $redis->connect('127.0.0.1', $this->server->port, 5.0);
+        $this->assertTrue($redis->auth([self::USER, self::PASSWORD]));
+
+        return new RedisStore($redis);
     }
 
     public function testTheSameThroughARedisObjectAuthenticatedAsTheUser(): void

@@ -83,7 +83,7 @@ final class RedisFailureTest extends DeadboltTestCase
         $other->release();
         // Only Deadbolt's companion keys remain: the fencing counters and the wake-up lists.
         $left = $server->client()->keys('*');
-        $this->assertSame([], array_values(array_filter($left, static fn (string $k): bool => !str_starts_with($k, 'deadbolt:'))));
+        $this->assertSame([], array_values(array_filter($left, static fn (string $k): bool => !str_contains($k, '#deadbolt:'))));
     }
 
     public function testARestartBetweenTwoCallsIsInvisible(): void

@@ -1,37 +1,55 @@
-//! The names of Deadbolt's own Redis keys beside a resource's lock key (its "companions"), all in
-//! the resource's Redis Cluster hash slot so that one script may touch them together:
+//! The names of Deadbolt's own Redis keys beside a resource's lock key (its "companions").
 //!
-//! - `deadbolt:fence:{r}`, the fencing counter (made on the first getFencingToken());
-//! - `deadbolt:waiters:{r}`, the queue of waiters (token -> arrival), while someone waits;
-//! - `deadbolt:waiting:{r}`, the waiters' details (token -> "alive-until mode ttl");
-//! - `deadbolt:handovers:{r}`, recent hand-overs (token -> grant time), for taking back unread
+//! Each companion is the resource's name, then [`MARK`], then what it is:
+//!
+//! - `r#deadbolt:fence`, the fencing counter (made on the first getFencingToken());
+//! - `r#deadbolt:queue`, the queue of waiters (token -> arrival), while someone waits;
+//! - `r#deadbolt:waiters`, the waiters' details (token -> "alive-until mode ttl");
+//! - `r#deadbolt:handovers`, recent hand-overs (token -> grant time), for taking back unread
 //!   ones;
-//! - `deadbolt:waiters:{r}:TOKEN`, a waiter's grant list (the queue's name, then the token).
+//! - `r#deadbolt:queue:TOKEN`, a waiter's grant list (the queue's name, then the token).
+//!
+//! Three rules shape the names:
+//!
+//! - **No resource is another's bookkeeping.** A resource name may be any string, so a companion
+//!   can only be told apart by something no resource contains: [`MARK`] is reserved (the store
+//!   refuses a resource whose name holds it, [`reserved`]). Because the mark has no border (no
+//!   prefix of it is also a suffix), its first occurrence in a companion ends the resource's name:
+//!   two resources never share a companion, and no companion is a resource.
+//! - **The application's key pattern covers them.** Each companion begins with its resource, so a
+//!   Redis ACL that grants the application's keys (`~myapp:*`) grants Deadbolt's too.
+//! - **One Redis Cluster hash slot per resource**, so one script may touch them together. A
+//!   resource with a hash tag (`user:{42}:cart`) keeps it first in every companion; one without
+//!   becomes the tag, at the end (`orders:42#deadbolt:queue{orders:42}`).
 //!
 //! The queue, the details and the hand-over records vanish [`super::protocol::ALIVE_FOR`] after the
 //! last waiter last asked; a grant list nobody reads lives up to
-//! [`super::protocol::GRANT_LIST_LIFETIME`].
+//! [`super::protocol::GRANT_LIST_LIFETIME`]; the fencing counter
+//! [`super::protocol::FENCE_KEPT_FOR`] past the hold it fenced.
 
 use super::protocol::GRANT_SEPARATOR;
 
+/// What every companion key holds right after its resource's name, and no resource may hold.
+pub const MARK: &str = "#deadbolt:";
+
 /// The resource's fencing counter.
 pub fn fence(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:fence:", resource)
+    companion(resource, b"fence")
 }
 
 /// The queue of waiters (token -> arrival).
 pub fn queue(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:waiters:", resource)
+    companion(resource, b"queue")
 }
 
 /// The waiters' details (token -> "alive-until mode ttl").
 pub fn waiters(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:waiting:", resource)
+    companion(resource, b"waiters")
 }
 
 /// The recent hand-overs (token -> grant time).
 pub fn handovers(resource: &[u8]) -> Vec<u8> {
-    companion(b"deadbolt:handovers:", resource)
+    companion(resource, b"handovers")
 }
 
 /// The grant list of the waiter with `token`, named after the resource's queue (as the release
@@ -40,17 +58,21 @@ pub fn grant_list(queue: &[u8], token: &str) -> Vec<u8> {
     [queue, GRANT_SEPARATOR.as_bytes(), token.as_bytes()].concat()
 }
 
-/// A key of Deadbolt's own for `resource`, in the resource's Redis Cluster hash slot. The resource
-/// becomes the hash tag (`prefix{resource}`), unless it has a hash tag of its own, which must stay
-/// the first one: then `prefix=resource`. The two shapes never collide (`{` or `=` right after
-/// the prefix).
-fn companion(prefix: &[u8], resource: &[u8]) -> Vec<u8> {
-    let mut name = Vec::with_capacity(prefix.len() + resource.len() + 2);
-    name.extend_from_slice(prefix);
-    if hash_tag(resource).is_some() {
-        name.push(b'=');
-        name.extend_from_slice(resource);
-    } else {
+/// Whether `resource` holds [`MARK`], which only Deadbolt's own keys may hold.
+pub fn reserved(resource: &[u8]) -> bool {
+    resource
+        .windows(MARK.len())
+        .any(|window| window == MARK.as_bytes())
+}
+
+/// `resource`, the mark, `kind`, and the resource as hash tag unless it has one of its own.
+/// The kinds are prefix-free (none begins another), and none holds a brace.
+fn companion(resource: &[u8], kind: &[u8]) -> Vec<u8> {
+    let mut name = Vec::with_capacity(2 * resource.len() + MARK.len() + kind.len() + 2);
+    name.extend_from_slice(resource);
+    name.extend_from_slice(MARK.as_bytes());
+    name.extend_from_slice(kind);
+    if hash_tag(resource).is_none() {
         name.push(b'{');
         name.extend_from_slice(resource);
         name.push(b'}');
@@ -87,6 +109,25 @@ mod tests {
         ]
     }
 
+    /// Names chosen to trip a naive scheme: hash tags, stray braces, the old companion names,
+    /// names that end like the mark begins, one resource that is another plus a tag.
+    const AWKWARD: [&[u8]; 14] = [
+        b"orders:42",
+        b"user:{42}:cart",
+        b"{x}",
+        b"x",
+        b"x{x}",
+        b"\xff\x00{",
+        b"{{x}",
+        b"a{}b",
+        b"a}b{",
+        b"",
+        b"r#",
+        b"r#deadbolt",
+        b"deadbolt:waiters:{x}",
+        b"x#deadbolt{x}",
+    ];
+
     #[test]
     fn the_slot_function_agrees_with_redis() {
         // Values from `CLUSTER KEYSLOT`.
@@ -95,13 +136,22 @@ mod tests {
     }
 
     #[test]
+    fn the_mark_has_no_border() {
+        let mark = MARK.as_bytes();
+        for len in 1..mark.len() {
+            assert_ne!(mark[..len], mark[mark.len() - len..], "border of {len}");
+        }
+    }
+
+    #[test]
     fn every_companion_shares_its_resource_slot() {
         for resource in [
             &b"orders:42"[..],
             b"user:{42}:cart",
             b"{x}",
-            b"\xff\x00{",
+            b"\xff\x00",
             b"{{x}",
+            b"x{x}",
         ] {
             for companion in all_companions(resource) {
                 assert_eq!(
@@ -115,29 +165,64 @@ mod tests {
         }
     }
 
-    /// Resources without a hash tag whose name contains `}`, and the empty name, cannot share a
-    /// slot with any other key: their slot hashes the whole name, which no other key's hash tag
-    /// can equal. Only Redis Cluster cares (a cluster must refuse them).
+    /// Resources without a hash tag whose name holds a brace, and the empty name, cannot share a
+    /// slot with a key that begins with them: the resource's `{` opens the companion's tag too, or
+    /// its `}` closes the tag the companion opens, or an empty tag hashes the whole name. Only Redis Cluster cares (a cluster must
+    /// refuse them).
     #[test]
     fn some_resources_cannot_be_co_slotted() {
-        for resource in [&b""[..], b"a}b{", b"a{}b"] {
+        for resource in [&b""[..], b"a}b{", b"a{}b", b"\xff\x00{", b"a}b"] {
             assert_ne!(slot(&queue(resource)), slot(resource));
         }
     }
 
     #[test]
-    fn names_are_what_symfony_lock_fleets_and_older_deadbolts_saw() {
-        assert_eq!(fence(b"orders:42"), b"deadbolt:fence:{orders:42}");
-        assert_eq!(queue(b""), b"deadbolt:waiters:{}");
+    fn every_companion_begins_with_its_resource() {
+        for resource in AWKWARD {
+            for companion in all_companions(resource) {
+                assert!(companion.starts_with(resource));
+            }
+        }
+    }
+
+    #[test]
+    fn no_companion_is_a_resource_or_another_resources_companion() {
+        let mut seen = std::collections::HashMap::new();
+        for resource in AWKWARD.into_iter().filter(|r| !reserved(r)) {
+            for companion in all_companions(resource) {
+                assert!(reserved(&companion));
+                if let Some(other) = seen.insert(companion.clone(), resource) {
+                    panic!(
+                        "{:?} belongs to {:?} and {:?}",
+                        String::from_utf8_lossy(&companion),
+                        String::from_utf8_lossy(other),
+                        String::from_utf8_lossy(resource)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_names_holding_the_mark_are_reserved() {
+        assert!(reserved(b"x#deadbolt:queue{x}"));
+        assert!(reserved(b"#deadbolt:"));
+        assert!(!reserved(b"deadbolt:fence:{x}"));
+        assert!(!reserved(b"x#deadbolt"));
+        assert!(!reserved(b""));
+    }
+
+    #[test]
+    fn names_read_as_documented() {
+        assert_eq!(fence(b"orders:42"), b"orders:42#deadbolt:fence{orders:42}");
+        assert_eq!(queue(b""), b"#deadbolt:queue{}");
         assert_eq!(
             grant_list(&queue(b"r"), "T0k+/="),
-            b"deadbolt:waiters:{r}:T0k+/="
+            b"r#deadbolt:queue{r}:T0k+/="
         );
-        assert_eq!(fence(b"user:{42}:cart"), b"deadbolt:fence:=user:{42}:cart");
-        assert_eq!(queue(b"{x}"), b"deadbolt:waiters:={x}");
-        assert_ne!(queue(b"{x}"), queue(b"x"));
+        assert_eq!(fence(b"user:{42}:cart"), b"user:{42}:cart#deadbolt:fence");
+        assert_eq!(waiters(b"{x}"), b"{x}#deadbolt:waiters");
         // No tag: an empty pair of braces, or a closing brace first.
-        assert_eq!(queue(b"a{}b"), b"deadbolt:waiters:{a{}b}");
-        assert_eq!(queue(b"a}b{"), b"deadbolt:waiters:{a}b{}");
+        assert_eq!(handovers(b"a{}b"), b"a{}b#deadbolt:handovers{a{}b}");
     }
 }

@@ -84,6 +84,9 @@ impl<T: Transport> RedisStore<T> {
         args: &[&[u8]],
         call: impl FnOnce(&[&[u8]], &[&[u8]]) -> std::result::Result<R, RunError>,
     ) -> Result<R> {
+        if keys::reserved(key.resource()) {
+            return Err(reserved_resource(key));
+        }
         let token = key.token()?;
         let keys: Vec<&[u8]> = std::iter::once(key.resource())
             .chain(companions.iter().copied())
@@ -160,6 +163,26 @@ fn is_loading(e: &Error) -> bool {
     run_error_kind(e) == Some(RunErrorKind::Loading)
 }
 
+/// The companion keys a release names (QUEUE, WAITERS, HANDOVERS): it hands the lock over to the
+/// longest waiter.
+fn release_companions(resource: &[u8]) -> [Vec<u8>; 3] {
+    [
+        keys::queue(resource),
+        keys::waiters(resource),
+        keys::handovers(resource),
+    ]
+}
+
+/// A resource whose name would be taken for one of Deadbolt's own keys.
+fn reserved_resource(key: &Key) -> Error {
+    Error::invalid_argument(format!(
+        "The resource name \"{}\" contains \"{}\", which Deadbolt reserves for the Redis keys it \
+         keeps beside each lock; choose a name without it.",
+        key.display_resource(),
+        keys::MARK
+    ))
+}
+
 /// Milliseconds for Redis, rounded up so a tiny TTL never becomes 0.
 fn ttl_millis(ttl: Ttl) -> u64 {
     let millis = ttl.duration().as_nanos().div_ceil(1_000_000);
@@ -175,7 +198,15 @@ impl<T: Transport> Store for RedisStore<T> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
         let script = Self::prepare(key, mode, ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
-        let reply = self.run(script, key, &[], &[ttl_ms.as_bytes()])?;
+        // The keys a release may touch are named here too, unused: a Redis ACL that does not
+        // grant them fails this acquire, not the release after the work is done.
+        let [queue, waiters, handovers] = release_companions(key.resource());
+        let reply = self.run(
+            script,
+            key,
+            &[&queue, &waiters, &handovers],
+            &[ttl_ms.as_bytes()],
+        )?;
         if Self::refusal(reply).is_some() {
             return Err(Error::conflict(key.display_resource(), &self.name));
         }
@@ -200,12 +231,7 @@ impl<T: Transport> Store for RedisStore<T> {
         if key.drawn_token().is_none() {
             return Ok(());
         }
-        let resource = key.resource();
-        let (queue, waiters, handovers) = (
-            keys::queue(resource),
-            keys::waiters(resource),
-            keys::handovers(resource),
-        );
+        let [queue, waiters, handovers] = release_companions(key.resource());
         self.run(&DELETE, key, &[&queue, &waiters, &handovers], &[])
             .map(|_| ())
     }

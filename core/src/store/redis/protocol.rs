@@ -33,6 +33,12 @@ pub const TAKE_BACK_AFTER: Duration = Duration::from_millis(250);
 /// it, which [`TAKE_BACK_AFTER`] ends long before.
 pub const GRANT_LIST_LIFETIME: Duration = Duration::from_secs(60);
 
+/// How long a fencing counter outlives the hold that last drew from it. Tokens are drawn from the
+/// server clock (microseconds) when that is ahead of the counter, so they keep increasing after
+/// the counter is gone; while it lives, it also keeps them increasing across a clock that steps
+/// back by less than this.
+pub const FENCE_KEPT_FOR: Duration = Duration::from_secs(60);
+
 const _: () = assert!(ALIVE_FOR.as_millis() > 3 * SIGNAL_POLL_CAP.as_millis());
 const _: () = assert!(TAKE_BACK_AFTER.as_millis() > 2 * SIGNAL_POLL_CAP.as_millis());
 const _: () = assert!(GRANT_LIST_LIFETIME.as_millis() > 10 * TAKE_BACK_AFTER.as_millis());
@@ -76,8 +82,9 @@ impl Signal {
     }
 }
 
-/// The KEYS of the scripts that take or release a lock, in order, by their Lua names. Scripts of
-/// a caller that does not wait name the resource only; the others may be nil there.
+/// The KEYS of the scripts that take or release a lock, in order, by their Lua names. A caller
+/// that does not wait names no GRANT (nil there), and an acquire that does not wait names QUEUE,
+/// WAITERS and HANDOVERS without touching them (for the ACL check, mod.rs).
 pub const LOCK_KEYS: [&str; 5] = ["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"];
 
 /// The ARGV of those scripts, in order, by their Lua names: the owner token, the TTL in ms,
@@ -105,6 +112,7 @@ pub fn lua_header() -> String {
         ("ALIVE_MS", ALIVE_FOR),
         ("CLAIM_MS", TAKE_BACK_AFTER),
         ("GRANT_LIST_MS", GRANT_LIST_LIFETIME),
+        ("FENCE_KEEP_MS", FENCE_KEPT_FOR),
     ] {
         lua.push_str(&format!("local {name} = {}\n", value.as_millis()));
     }
