@@ -1,6 +1,7 @@
 //! Refuses a thread-safe (ZTS) PHP before anything is compiled against it: Deadbolt keeps per-process state
 //! (connections, the refresher, metrics) that assumes one PHP thread per process, so a ZTS build would be unsound;
-//! and without this check the mismatch only shows as a symbol error when PHP loads the module.
+//! and without this check the mismatch only shows as a symbol error when PHP loads the module. It also tells the code
+//! which PHP it is built for where the engine's wording differs (src/php_param.rs).
 //!
 //! The PHP is the one ext-php-rs builds against: `$PHP`, else the binary `$PHP_CONFIG --php-binary` names, else
 //! `php` on PATH. When none runs, ext-php-rs reports that itself.
@@ -11,9 +12,14 @@ fn main() {
     println!("cargo:rerun-if-env-changed=PHP");
     println!("cargo:rerun-if-env-changed=PHP_CONFIG");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo::rustc-check-cfg=cfg(php_zval_value_name)");
     let php = php_binary();
     let zts = Command::new(&php)
-        .args(["-n", "-r", "echo (int) PHP_ZTS, ' ', PHP_VERSION;"])
+        .args([
+            "-n",
+            "-r",
+            "echo (int) PHP_ZTS, ' ', PHP_VERSION, ' ', PHP_VERSION_ID;",
+        ])
         .output()
         .ok()
         .filter(|out| out.status.success())
@@ -26,6 +32,16 @@ fn main() {
                  php-config."
             );
             std::process::exit(1);
+        }
+        // PHP 8.3 names a given `true` or object in its TypeErrors by value (`zend_zval_value_name`),
+        // 8.2 by type: src/php_param.rs words them as the engine it is built for.
+        let version_id: u32 = facts
+            .rsplit(' ')
+            .next()
+            .and_then(|id| id.trim().parse().ok())
+            .unwrap_or(0);
+        if version_id >= 80300 {
+            println!("cargo::rustc-cfg=php_zval_value_name");
         }
     }
 }

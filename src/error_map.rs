@@ -65,6 +65,25 @@ pub fn invalid_argument(message: String) -> PhpException {
     to_php(Error::InvalidArgument { message })
 }
 
+/// A `\BadMethodCallException` with `message` (symfony/lock's for what a Lock cannot do).
+pub fn bad_method_call_exception(message: &str) -> PhpException {
+    let class = crate::exceptions::bad_method_call();
+    let exception = PhpException::new(message.into(), 0, class);
+    match new_exception(class, message, None) {
+        Some(object) => exception.with_object(object),
+        None => exception,
+    }
+}
+
+/// What `Class::__set_state()` (the code `var_export()` writes) throws: Deadbolt's objects keep
+/// their state in Rust, out of `var_export()`'s sight, so its output cannot rebuild them.
+pub fn not_rebuildable(class: &str, instead: &str) -> PhpException {
+    bad_method_call_exception(&format!(
+        "A {class} cannot be rebuilt from var_export() output: its state is not in its \
+         properties. {instead}"
+    ))
+}
+
 /// A `\TypeError` as PHP raises for a wrong argument type.
 pub fn type_error(message: String) -> PhpException {
     PhpException::new(message, 0, ext_php_rs::zend::ce::type_error())

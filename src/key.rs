@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use deadbolt_core::{Error, Key, SharedKey};
 use ext_php_rs::binary::Binary;
-use ext_php_rs::binary_slice::BinarySlice;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::ZendHashTable;
 
 use crate::args;
-use crate::error_map::{invalid_argument, to_php};
+use crate::error_map::{invalid_argument, not_rebuildable, to_php};
+use crate::php_param::{Bytes, Float};
 
 #[php_class]
 #[php(name = "Deadbolt\\Key")]
@@ -43,8 +43,18 @@ impl PhpKey {
 
 #[php_impl]
 impl PhpKey {
-    pub fn __construct(resource: BinarySlice<u8>) -> Self {
-        Self::for_resource(&resource)
+    pub fn __construct(resource: Bytes<1>) -> Self {
+        Self::for_resource(&resource.0)
+    }
+
+    /// `var_export()` output cannot rebuild a Key; `serialize()` can.
+    #[php(name = "__set_state")]
+    pub fn set_state(properties: &ZendHashTable) -> PhpResult<Self> {
+        let _ = properties;
+        Err(not_rebuildable(
+            "Deadbolt\\Key",
+            "Carry a Key with serialize() and unserialize(), or make one with new Deadbolt\\Key($resource).",
+        ))
     }
 
     #[php(name = "__toString")]
@@ -60,8 +70,8 @@ impl PhpKey {
         self.inner.lock().is_expired()
     }
 
-    pub fn reduce_lifetime(&self, ttl: f64) -> PhpResult<()> {
-        let ttl = args::ttl(ttl)?;
+    pub fn reduce_lifetime(&self, ttl: Float<1>) -> PhpResult<()> {
+        let ttl = args::ttl(ttl.0)?;
         self.inner.lock().reduce_lifetime(ttl);
         Ok(())
     }

@@ -13,6 +13,7 @@ mod lock_factory;
 mod logger;
 mod metrics;
 mod php_call;
+mod php_param;
 mod php_redis_client;
 mod redis_store;
 mod store_arg;
@@ -55,6 +56,7 @@ extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
 /// - `serialize()` reaches `Lock::__serialize` (symfony/lock's `BadMethodCallException`) and
 ///   `Key::__serialize` (a Key of a store not bound to a process travels);
 /// - a Lock dying while held is released in PHP's destructor phase;
+/// - a LockFactory subclass that skipped `parent::__construct()` is told so;
 /// - two distinct Keys are not `==`;
 /// - `var_dump()`/`print_r()` show each object's safe state;
 /// - an exception a signal handler throws during a client's call is told apart from the client's;
@@ -64,6 +66,7 @@ fn install_engine_hooks() {
     zend_object::let_serialize_reach::<lock::PhpLock>();
     zend_object::let_serialize_reach::<key::PhpKey>();
     lock::PhpLock::hook_destructor();
+    lock_factory::PhpLockFactory::require_construction();
     key::PhpKey::hook_compare();
     zend_object::hook_debug_info::<key::PhpKey>();
     zend_object::hook_debug_info::<lock::PhpLock>();

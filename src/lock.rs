@@ -16,11 +16,11 @@ use ext_php_rs::zend::run_handler;
 
 use crate::args;
 use crate::end_of_request;
-use crate::error_map::{exception_object, new_exception, throwable};
-use crate::exceptions::bad_method_call;
+use crate::error_map::{bad_method_call_exception, exception_object, not_rebuildable, throwable};
 use crate::key::PhpKey;
 use crate::logger::{report_store_warning, take_store_warning, EventLog};
 use crate::php_call;
+use crate::php_param::{Bool, OptionalFloat};
 use crate::store_arg::engine_store_arg;
 use crate::zend_object::{hook_destructor, standard_destructor, ParkedException};
 
@@ -138,13 +138,13 @@ impl PhpLock {
     pub fn __construct(
         key: &PhpKey,
         store: &ZendObject,
-        ttl: Option<f64>,
-        autoRelease: bool,
+        ttl: OptionalFloat<3>,
+        autoRelease: Bool<4>,
     ) -> PhpResult<Self> {
         let store = engine_store_arg(store, "Deadbolt\\Lock::__construct(): Argument #2 ($store)")?;
-        let ttl = args::optional_ttl(ttl)?;
+        let ttl = args::optional_ttl(ttl.0)?;
         Ok(PhpLock::new(
-            Lock::new(key.inner.clone(), store, ttl, autoRelease),
+            Lock::new(key.inner.clone(), store, ttl, autoRelease.0),
             None,
         ))
     }
@@ -162,19 +162,19 @@ impl PhpLock {
     #[php(defaults(blocking = false, timeout = None))]
     pub fn acquire(
         self_: &mut ZendClassObject<PhpLock>,
-        blocking: bool,
-        timeout: Option<f64>,
+        blocking: Bool<1>,
+        timeout: OptionalFloat<2>,
     ) -> PhpResult<bool> {
-        Self::take(self_, Mode::Exclusive, blocking, timeout)
+        Self::take(self_, Mode::Exclusive, blocking.0, timeout.0)
     }
 
     #[php(defaults(blocking = false, timeout = None))]
     pub fn acquire_read(
         self_: &mut ZendClassObject<PhpLock>,
-        blocking: bool,
-        timeout: Option<f64>,
+        blocking: Bool<1>,
+        timeout: OptionalFloat<2>,
     ) -> PhpResult<bool> {
-        Self::take(self_, Mode::Shared, blocking, timeout)
+        Self::take(self_, Mode::Shared, blocking.0, timeout.0)
     }
 
     /// True once the background refresher found the lock gone (no network call).
@@ -189,8 +189,8 @@ impl PhpLock {
     }
 
     #[php(defaults(ttl = None))]
-    pub fn refresh(&mut self, ttl: Option<f64>) -> PhpResult<()> {
-        let ttl = args::optional_ttl(ttl)?;
+    pub fn refresh(&mut self, ttl: OptionalFloat<1>) -> PhpResult<()> {
+        let ttl = args::optional_ttl(ttl.0)?;
         self.run(|lock, log| lock.refresh(ttl, log))
     }
 
@@ -217,6 +217,16 @@ impl PhpLock {
         Err(cannot_serialize())
     }
 
+    /// `var_export()` output cannot rebuild a Lock: a lock belongs to its process and object.
+    #[php(name = "__set_state")]
+    pub fn set_state(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
+        let _ = properties;
+        Err(not_rebuildable(
+            "Deadbolt\\Lock",
+            "Make one with Deadbolt\\LockFactory::createLock().",
+        ))
+    }
+
     #[php(name = "__unserialize")]
     pub fn unserialize(&self, data: &ext_php_rs::types::ZendHashTable) -> PhpResult<()> {
         let _ = data;
@@ -233,14 +243,6 @@ fn in_use() -> PhpException {
 
 fn cannot_serialize() -> PhpException {
     bad_method_call_exception("Cannot serialize Deadbolt\\Lock.")
-}
-
-fn bad_method_call_exception(message: &str) -> PhpException {
-    let exception = PhpException::new(message.into(), 0, bad_method_call());
-    match new_exception(bad_method_call(), message, None) {
-        Some(object) => exception.with_object(object),
-        None => exception,
-    }
 }
 
 /// Releases a dying lock whose store talks through a PHP client (also from end_of_request.rs).

@@ -14,6 +14,7 @@ use ext_php_rs::types::Zval;
 use crate::args;
 use crate::error_map::{to_php, type_error};
 use crate::key::PhpKey;
+use crate::php_param::Float;
 use crate::php_redis_client::PhpClientTransport;
 use crate::store_contract::{store_class_methods, Contract};
 
@@ -86,12 +87,12 @@ store_class_methods!(PhpRedisStore {
     /// `$connection`: `redis://…`, `rediss://…`, `redis:///path.sock` (see the DSN options in the
     /// stub), or a connected `\Redis`, `\RedisCluster`, `\Predis\ClientInterface`.
     #[php(defaults(initialTtl = 300.0))]
-    pub fn __construct(connection: &Zval, initialTtl: f64) -> PhpResult<Self> {
+    pub fn __construct(connection: &Zval, initialTtl: Float<2>) -> PhpResult<Self> {
         let connection = match connection.str() {
             Some(dsn) => Connection::Dsn(dsn),
             None => Connection::Client(connection),
         };
-        Self::connect(connection, initialTtl)
+        Self::connect(connection, initialTtl.0)
     }
 });
 

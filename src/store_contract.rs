@@ -94,6 +94,16 @@ macro_rules! store_class_methods {
         impl $class {
             $($constructor)*
 
+            /// `var_export()` output cannot rebuild a store.
+            #[php(name = "__set_state")]
+            pub fn set_state(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
+                let _ = properties;
+                Err($crate::error_map::not_rebuildable(
+                    <Self as ext_php_rs::class::RegisteredClass>::CLASS_NAME,
+                    "Construct it again (or with Deadbolt\\Store\\StoreFactory::createStore()).",
+                ))
+            }
+
             pub fn save(&self, key: &PhpKey) -> PhpResult<()> {
                 Contract::checked(self.engine(), |c| c.save(key))
             }
@@ -110,8 +120,8 @@ macro_rules! store_class_methods {
                 Contract::checked(self.engine(), |c| c.wait_and_save_read(key))
             }
 
-            pub fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {
-                Contract::checked(self.engine(), |c| c.put_off_expiration(key, ttl))
+            pub fn put_off_expiration(&self, key: &PhpKey, ttl: $crate::php_param::Float<2>) -> PhpResult<()> {
+                Contract::checked(self.engine(), |c| c.put_off_expiration(key, ttl.0))
             }
 
             pub fn delete(&self, key: &PhpKey) -> PhpResult<()> {

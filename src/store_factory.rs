@@ -36,7 +36,7 @@ impl PhpStoreFactory {
             return Ok(ZendClassObject::new(PhpInMemoryStore::__construct()).into());
         }
         if connection == "flock" {
-            let store = PhpFlockStore::__construct(None)?;
+            let store = PhpFlockStore::__construct(None.into())?;
             return Ok(ZendClassObject::new(store).into());
         }
         if let Some(path) = connection.strip_prefix("flock://") {

@@ -12,6 +12,7 @@ use ext_php_rs::prelude::*;
 
 use crate::error_map::{invalid_argument, to_php};
 use crate::key::PhpKey;
+use crate::php_param::OptionalBytes;
 use crate::store_contract::{store_class_methods, Contract};
 
 #[php_class]
@@ -37,9 +38,11 @@ impl PhpFlockStore {
 
 store_class_methods!(PhpFlockStore {
     #[php(defaults(lockPath = None))]
-    pub fn __construct(lockPath: Option<String>) -> PhpResult<Self> {
-        let dir = match lockPath {
-            Some(dir) => dir,
+    pub fn __construct(lockPath: OptionalBytes<1>) -> PhpResult<Self> {
+        let dir = match lockPath.0 {
+            Some(dir) => String::from_utf8(dir).map_err(|_| {
+                invalid_argument("The lock directory's path is not valid UTF-8.".into())
+            })?,
             None => system_temp_dir()?,
         };
         Self::open(dir)

@@ -197,6 +197,37 @@ pub fn mark_sensitive_parameter<T: RegisteredClass>(method: &str, position: u32)
     }
 }
 
+/// The handler of an internal function (`zif_handler`).
+pub type Handler =
+    unsafe extern "C" fn(*mut ext_php_rs::ffi::zend_execute_data, *mut ext_php_rs::ffi::zval);
+
+/// Makes method `method` (lower case) of class `T` run `handler`, and returns the handler it had
+/// (for `handler` to call). Subclasses declared later inherit the new one. Call once per process,
+/// as [`mark_sensitive_parameter`], before any call of the method.
+pub fn swap_method_handler<T: RegisteredClass>(method: &str, handler: Handler) -> Option<Handler> {
+    let ce = T::get_metadata().ce();
+    // SAFETY: as in `mark_sensitive_parameter`: the function table and the internal function it
+    // holds live for the whole process, and nothing runs the method while it is swapped (the
+    // first request has not started running PHP code).
+    unsafe {
+        let found = ext_php_rs::ffi::zend_hash_str_find(
+            &raw const ce.function_table,
+            method.as_ptr().cast(),
+            method.len(),
+        );
+        let function = found
+            .as_ref()?
+            .value
+            .ptr
+            .cast::<ext_php_rs::ffi::zend_function>()
+            .as_mut()?;
+        if u32::from(function.type_) != ext_php_rs::ffi::ZEND_INTERNAL_FUNCTION {
+            return None;
+        }
+        function.internal_function.handler.replace(handler)
+    }
+}
+
 /// The engine's own comparison of objects (`zend_std_compare_objects`), kept by [`hook_compare`].
 type Compare = unsafe extern "C" fn(*mut ext_php_rs::ffi::zval, *mut ext_php_rs::ffi::zval) -> i32;
 static STANDARD_COMPARE: OnceLock<Compare> = OnceLock::new();

@@ -133,4 +133,16 @@ final class Key
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
+
+    /**
+     * The code var_export() writes calls this, and it cannot rebuild a Key: the object's state lives in the
+     * extension, not in its properties. Carry a Key with serialize() and unserialize(), or make one with `new Key($resource)`.
+     *
+     * @param array<string, mixed> $properties
+     *
+     * @throws \BadMethodCallException always
+     */
+    public static function __set_state(array $properties): Key
+    {
+    }
 }

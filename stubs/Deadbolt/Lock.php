@@ -232,4 +232,16 @@ final class Lock
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
+
+    /**
+     * The code var_export() writes calls this, and it cannot rebuild a Lock: the object's state lives in the
+     * extension, not in its properties. A lock belongs to its process and object: make one with {@see LockFactory::createLock()}.
+     *
+     * @param array<string, mixed> $properties
+     *
+     * @throws \BadMethodCallException always
+     */
+    public static function __set_state(array $properties): Lock
+    {
+    }
 }

@@ -90,4 +90,16 @@ class LockFactory
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
+
+    /**
+     * The code var_export() writes calls this, and it cannot rebuild a LockFactory: the object's state lives in the
+     * extension, not in its properties. Construct it again with its store.
+     *
+     * @param array<string, mixed> $properties
+     *
+     * @throws \BadMethodCallException always
+     */
+    public static function __set_state(array $properties): LockFactory
+    {
+    }
 }

@@ -50,6 +50,7 @@ final class ArgumentFuzzTest extends DeadboltTestCase
         "/^Exception: (Serialization|Unserialization) of '[\\w\\\\]+' is not allowed$/" => 'engine rule for classes flagged not serializable',
         // Deadbolt\Lock::__serialize/__unserialize (API-CONTRACT: both throw \BadMethodCallException).
         '/^BadMethodCallException: Cannot (un)?serialize Deadbolt\\\\Lock\.$/' => 'API-CONTRACT: a Lock is not serializable',
+        '/^BadMethodCallException: A Deadbolt\\\\[A-Za-z\\\\]+ cannot be rebuilt from var_export\(\) output/' => 'API-CONTRACT: __set_state() always refuses',
         // StoreFactory's and Metrics' generated constructors (API-CONTRACT: StoreFactory section).
         '/^Exception: You cannot instantiate this class from PHP\.$/' => 'API-CONTRACT: static-only classes refuse construction',
         // The fuzzer's own throwing logger: the records reach the logger, its exception comes back out.

@@ -96,4 +96,16 @@ final class InMemoryStore
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
+
+    /**
+     * The code var_export() writes calls this, and it cannot rebuild a InMemoryStore: the object's state lives in the
+     * extension, not in its properties. Construct it again, or with {@see StoreFactory::createStore()}.
+     *
+     * @param array<string, mixed> $properties
+     *
+     * @throws \BadMethodCallException always
+     */
+    public static function __set_state(array $properties): InMemoryStore
+    {
+    }
 }
