@@ -1,13 +1,18 @@
 //! `Deadbolt\Key`: a resource and its owner token, shared with the locks made from it.
+// PHP takes parameter names from the Rust names, and symfony/lock spells them in camelCase
+// (`$stateKey`): reflection and named arguments must match.
+#![allow(non_snake_case)]
 
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use deadbolt_core::{Error, Key, SharedKey};
 use ext_php_rs::binary::Binary;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::ZendHashTable;
+use ext_php_rs::types::{ZendHashTable, Zval};
 
 use crate::args;
 use crate::error_map::{invalid_argument, not_rebuildable, to_php};
@@ -18,6 +23,11 @@ use crate::php_param::{Bytes, Float};
 #[php(flags = ClassFlags::Final)]
 pub struct PhpKey {
     pub(crate) inner: SharedKey,
+    /// What stores and applications keep in the Key by name (symfony/lock's `setState()`),
+    /// counted references to the PHP values, in the order they were set.
+    state: RefCell<Vec<(Vec<u8>, Zval)>>,
+    /// Set by `markUnserializable()`: `serialize()` then refuses the Key.
+    unserializable: Cell<bool>,
 }
 
 /// What `unserialize()` starts from before `__unserialize` fills it in.
@@ -32,6 +42,8 @@ impl PhpKey {
     pub fn from_key(key: Key) -> Self {
         PhpKey {
             inner: Arc::new(parking_lot::Mutex::new(key)),
+            state: RefCell::default(),
+            unserializable: Cell::new(false),
         }
     }
 
@@ -49,7 +61,7 @@ impl PhpKey {
 
     /// `var_export()` output cannot rebuild a Key; `serialize()` can.
     #[php(name = "__set_state")]
-    pub fn set_state(properties: &ZendHashTable) -> PhpResult<Self> {
+    pub fn from_var_export(properties: &ZendHashTable) -> PhpResult<Self> {
         let _ = properties;
         Err(not_rebuildable(
             "Deadbolt\\Key",
@@ -70,10 +82,53 @@ impl PhpKey {
         self.inner.lock().is_expired()
     }
 
+    /// As symfony/lock: only ever shortens; a TTL of 0 or less expires the Key at once.
     pub fn reduce_lifetime(&self, ttl: Float<1>) -> PhpResult<()> {
+        if ttl.0 <= 0.0 {
+            self.inner.lock().expire_now();
+            return Ok(());
+        }
         let ttl = args::ttl(ttl.0)?;
         self.inner.lock().reduce_lifetime(ttl);
         Ok(())
+    }
+
+    pub fn has_state(&self, stateKey: Bytes<1>) -> bool {
+        self.state
+            .borrow()
+            .iter()
+            .any(|(name, _)| *name == stateKey.0)
+    }
+
+    /// Keeps `state` under `stateKey` (a store keeps its own data under its class name).
+    pub fn set_state(&self, stateKey: Bytes<1>, state: &Zval) {
+        let value = state.shallow_clone();
+        let mut states = self.state.borrow_mut();
+        match states.iter_mut().find(|(name, _)| *name == stateKey.0) {
+            Some((_, kept)) => *kept = value,
+            None => states.push((stateKey.0, value)),
+        }
+    }
+
+    pub fn remove_state(&self, stateKey: Bytes<1>) {
+        self.state
+            .borrow_mut()
+            .retain(|(name, _)| *name != stateKey.0);
+    }
+
+    /// The state kept under `stateKey`; null when there is none (symfony/lock returns null
+    /// with PHP's "Undefined array key" warning).
+    pub fn get_state(&self, stateKey: Bytes<1>) -> Zval {
+        self.state
+            .borrow()
+            .iter()
+            .find(|(name, _)| *name == stateKey.0)
+            .map_or_else(Zval::new, |(_, value)| value.shallow_clone())
+    }
+
+    /// From now on `serialize()` refuses this Key (a store whose lock cannot leave the process).
+    pub fn mark_unserializable(&self) {
+        self.unserializable.set(true);
     }
 
     pub fn reset_lifetime(&self) {
@@ -89,6 +144,12 @@ impl PhpKey {
         // A Key inherited through fork() never exports its parent's token: it becomes this
         // process's own first, with a token of its own that holds nothing.
         key.adopt_if_inherited();
+        if self.unserializable.get() {
+            return Err(to_php(Error::Unserializable {
+                resource: key.display_resource(),
+                reason: "it was marked unserializable".into(),
+            }));
+        }
         if key.is_process_bound() {
             return Err(to_php(Error::Unserializable {
                 resource: key.display_resource(),
@@ -105,11 +166,26 @@ impl PhpKey {
         data.insert("resource", Binary::new(key.resource().to_vec()))
             .map_err(failed)?;
         data.insert("token", token).map_err(failed)?;
+        // The expiry as a wall-clock time, as symfony/lock's Key keeps it, so the remaining
+        // lifetime carries over to another process (of a host whose clock agrees).
+        let expiring_time = key.remaining_lifetime().map(|left| unix_now() + left);
+        data.insert("expiringTime", expiring_time).map_err(failed)?;
+        let mut state = ZendHashTable::new();
+        for (name, value) in self.state.borrow().iter() {
+            state
+                .insert(
+                    String::from_utf8_lossy(name).as_ref(),
+                    value.shallow_clone(),
+                )
+                .map_err(failed)?;
+        }
+        data.insert("state", state).map_err(failed)?;
         Ok(data)
     }
 
     /// Restores a key made by `__serialize` (here or in another process), or imports one from its
-    /// parts: `['resource' => string, 'token' => string]`.
+    /// parts: `['resource' => string, 'token' => string]`, optionally `'expiringTime' => ?float`
+    /// (Unix time) and `'state' => array`.
     #[php(name = "__unserialize")]
     pub fn unserialize(&mut self, data: &ZendHashTable) -> PhpResult<()> {
         let field = |name: &str| data.get(name).and_then(|value| value.binary::<u8>());
@@ -120,8 +196,27 @@ impl PhpKey {
         };
         let token = String::from_utf8(token)
             .map_err(|_| invalid_argument("A lock token must be valid UTF-8.".into()))?;
-        let key = Key::import(resource, token).map_err(to_php)?;
+        let mut key = Key::import(resource, token).map_err(to_php)?;
+        if let Some(at) = data.get("expiringTime").and_then(Zval::double) {
+            match deadbolt_core::Ttl::from_secs(at - unix_now()) {
+                Ok(left) => key.reduce_lifetime(left),
+                Err(_) if at.is_finite() => key.expire_now(),
+                Err(_) => {
+                    return Err(invalid_argument(
+                        "A serialized Deadbolt\\Key's \"expiringTime\" must be a finite number."
+                            .into(),
+                    ))
+                }
+            }
+        }
+        let mut state = Vec::new();
+        if let Some(kept) = data.get("state").and_then(Zval::array) {
+            for (name, value) in kept {
+                state.push((name.to_string().into_bytes(), value.shallow_clone()));
+            }
+        }
         self.inner = Arc::new(parking_lot::Mutex::new(key));
+        *self.state.borrow_mut() = state;
         Ok(())
     }
 }
@@ -159,4 +254,11 @@ impl crate::zend_object::DebugInfo for PhpKey {
         let _ = table.insert("resource", Binary::new(key.resource().to_vec()));
         let _ = table.insert("remainingLifetime", key.remaining_lifetime());
     }
+}
+
+/// Now as Unix time in seconds.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
 }

@@ -6,6 +6,7 @@ mod args;
 mod end_of_request;
 mod error_map;
 mod exceptions;
+mod interfaces;
 mod interrupts;
 mod key;
 mod lock;
@@ -101,6 +102,14 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .info_function(info)
         .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)
+        .interface::<interfaces::PhpInterfaceLockInterface>()
+        .interface::<interfaces::PhpInterfaceSharedLockInterface>()
+        .interface::<interfaces::PhpInterfaceDeadlineLockInterface>()
+        .interface::<interfaces::PhpInterfaceFencedLockInterface>()
+        .interface::<interfaces::PhpInterfacePersistingStoreInterface>()
+        .interface::<interfaces::PhpInterfaceBlockingStoreInterface>()
+        .interface::<interfaces::PhpInterfaceSharedLockStoreInterface>()
+        .interface::<interfaces::PhpInterfaceBlockingSharedLockStoreInterface>()
         .class::<key::PhpKey>()
         .class::<lock::PhpLock>()
         .class::<lock_factory::PhpLockFactory>()

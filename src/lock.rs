@@ -27,6 +27,8 @@ use crate::zend_object::{hook_destructor, standard_destructor, ParkedException};
 #[php_class]
 #[php(name = "Deadbolt\\Lock")]
 #[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceDeadlineLockInterface))]
+#[php(implements(crate::interfaces::PhpInterfaceFencedLockInterface))]
 pub struct PhpLock {
     /// Shared with this request's end-of-request list while it may hold a lock on a lent
     /// connection, so that list never points at a freed PHP object.
@@ -219,7 +221,7 @@ impl PhpLock {
 
     /// `var_export()` output cannot rebuild a Lock: a lock belongs to its process and object.
     #[php(name = "__set_state")]
-    pub fn set_state(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
+    pub fn from_var_export(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
         let _ = properties;
         Err(not_rebuildable(
             "Deadbolt\\Lock",

@@ -90,7 +90,7 @@ impl PhpLockFactory {
 
     /// `var_export()` output cannot rebuild a factory.
     #[php(name = "__set_state")]
-    pub fn set_state(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
+    pub fn from_var_export(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
         let _ = properties;
         Err(crate::error_map::not_rebuildable(
             "Deadbolt\\LockFactory",

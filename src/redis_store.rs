@@ -35,6 +35,8 @@ pub(crate) enum Connection<'a> {
 #[php_class]
 #[php(name = "Deadbolt\\Store\\RedisStore")]
 #[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingSharedLockStoreInterface))]
 pub struct PhpRedisStore {
     inner: Transported,
 }

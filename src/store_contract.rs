@@ -96,7 +96,7 @@ macro_rules! store_class_methods {
 
             /// `var_export()` output cannot rebuild a store.
             #[php(name = "__set_state")]
-            pub fn set_state(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
+            pub fn from_var_export(properties: &ext_php_rs::types::ZendHashTable) -> PhpResult<Self> {
                 let _ = properties;
                 Err($crate::error_map::not_rebuildable(
                     <Self as ext_php_rs::class::RegisteredClass>::CLASS_NAME,

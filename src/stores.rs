@@ -18,6 +18,8 @@ use crate::store_contract::{store_class_methods, Contract};
 #[php_class]
 #[php(name = "Deadbolt\\Store\\FlockStore")]
 #[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingSharedLockStoreInterface))]
 pub struct PhpFlockStore {
     pub(crate) inner: Rc<FlockStore>,
 }
@@ -52,6 +54,8 @@ store_class_methods!(PhpFlockStore {
 #[php_class]
 #[php(name = "Deadbolt\\Store\\InMemoryStore")]
 #[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingSharedLockStoreInterface))]
 pub struct PhpInMemoryStore {
     pub(crate) inner: Rc<InMemoryStore>,
 }

@@ -113,6 +113,73 @@ final class KeyTest extends DeadboltTestCase
         $this->assertNull($copy->getRemainingLifetime());
     }
 
+    /**
+     * @return iterable<string, array{float}>
+     */
+    public static function zeroOrLess(): iterable
+    {
+        yield 'zero' => [0.0];
+        yield 'negative zero' => [-0.0];
+        yield 'negative' => [-5.0];
+        yield '-INF' => [-INF];
+    }
+
+    /**
+     * As symfony/lock's Key (its CombinedStore calls reduceLifetime(0) to mark a failed Key).
+     *
+     * @dataProvider zeroOrLess
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('zeroOrLess')]
+    public function testReduceLifetimeToZeroOrLessExpiresTheKeyAtOnce(float $ttl): void
+    {
+        $key = new Key(uniqid(__METHOD__, true));
+        $key->reduceLifetime(60.0);
+        $key->reduceLifetime($ttl);
+        $this->assertTrue($key->isExpired());
+        $this->assertLessThanOrEqual(0.0, $key->getRemainingLifetime());
+        $key->reduceLifetime(60.0);
+        $this->assertTrue($key->isExpired(), 'only ever shortened');
+    }
+
+    /** Stores keep their own data in a Key by name, and it travels with the Key. */
+    public function testStateIsKeptByNameAndTravelsWithTheKey(): void
+    {
+        $key = new Key(uniqid(__METHOD__, true));
+        $this->assertFalse($key->hasState('a'));
+        $this->assertNull($key->getState('a'));
+        $object = new \ArrayObject([1, 2]);
+        $key->setState('a', $object);
+        $key->setState('b', 'x');
+        $key->setState('b', 'y');
+        $this->assertSame($object, $key->getState('a'), 'the same PHP value, by reference count');
+        $this->assertSame('y', $key->getState('b'));
+        $key->removeState('b');
+        $this->assertFalse($key->hasState('b'));
+        $copy = unserialize(serialize($key));
+        $this->assertEquals($object, $copy->getState('a'));
+        $this->assertFalse($copy->hasState('b'));
+        unset($object);
+        $this->assertSame([1, 2], $key->getState('a')->getArrayCopy(), 'the Key keeps its state alive');
+    }
+
+    public function testAKeyMarkedUnserializableRefusesSerialize(): void
+    {
+        $key = new Key('marked');
+        $this->assertIsString(serialize($key));
+        $key->markUnserializable();
+        $this->expectException(UnserializableKeyException::class);
+        serialize($key);
+    }
+
+    public function testUnserializeRestoresAnExpiryThatIsAlreadyPast(): void
+    {
+        $key = new Key('past');
+        $key->__unserialize(['resource' => 'past', 'token' => base64_encode(random_bytes(32)), 'expiringTime' => microtime(true) - 5.0]);
+        $this->assertTrue($key->isExpired());
+        $key->__unserialize(['resource' => 'later', 'token' => base64_encode(random_bytes(32)), 'expiringTime' => microtime(true) + 20.0]);
+        $this->assertEqualsWithDelta(20.0, $key->getRemainingLifetime(), 1.0);
+    }
+
     public function testSerializeGivesTheResourceAndAStableToken(): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -120,7 +187,9 @@ final class KeyTest extends DeadboltTestCase
 
         $data = $key->__serialize();
 
-        $this->assertSame(['resource', 'token'], array_keys($data));
+        $this->assertSame(['resource', 'token', 'expiringTime', 'state'], array_keys($data));
+        $this->assertNull($data['expiringTime'], 'a new Key has no lifetime');
+        $this->assertSame([], $data['state']);
         $this->assertSame($resource, $data['resource']);
         $this->assertIsString($data['token']);
         $this->assertSame(44, \strlen($data['token']), 'like symfony/lock: base64 of 32 random bytes');
@@ -138,7 +207,13 @@ final class KeyTest extends DeadboltTestCase
 
         $copy = unserialize(serialize($key));
 
-        $this->assertSame($key->__serialize(), $copy->__serialize());
+        $original = $key->__serialize();
+        $copied = $copy->__serialize();
+        // The expiry travels as wall-clock time, read anew on each call: equal to well within a millisecond.
+        $this->assertEqualsWithDelta($original['expiringTime'], $copied['expiringTime'], 0.001);
+        unset($original['expiringTime'], $copied['expiringTime']);
+        $this->assertSame($original, $copied);
+        $this->assertEqualsWithDelta(30.0, $copy->getRemainingLifetime(), 1.0, 'the copy keeps the remaining lifetime');
         $this->assertTrue($store->exists($copy), 'the copy owns the lock');
         $store->delete($copy);
         $this->assertFalse($store->exists($key), 'released through the copy');
@@ -183,7 +258,7 @@ final class KeyTest extends DeadboltTestCase
         $key->__unserialize(['resource' => $resource, 'token' => $token]);
 
         $this->assertSame($resource, (string) $key);
-        $this->assertSame(['resource' => $resource, 'token' => $token], $key->__serialize());
+        $this->assertSame(['resource' => $resource, 'token' => $token, 'expiringTime' => null, 'state' => []], $key->__serialize());
     }
 
     public function testATokenOf1024BytesIsAccepted(): void

@@ -88,6 +88,11 @@ impl Key {
         self.lifetime.reduce_from(since, ttl);
     }
 
+    /// Expires the key now unless it already has.
+    pub fn expire_now(&mut self) {
+        self.lifetime.expire_now();
+    }
+
     /// Forgets the expiry.
     pub fn reset_lifetime(&mut self) {
         self.lifetime.reset();

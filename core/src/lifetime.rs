@@ -85,6 +85,15 @@ impl Lifetime {
         }
     }
 
+    /// Expires the key now unless it already has (symfony/lock's `reduceLifetime(0)`, or of a
+    /// negative TTL). It no longer follows the refresher's expiry: that would move it again.
+    pub fn expire_now(&mut self) {
+        let now = Instant::now();
+        let current = self.current();
+        self.follows = None;
+        self.expires_at = Some(current.map_or(now, |at| at.min(now)));
+    }
+
     /// Seconds until expiry (negative once past), or `None` when the key does not expire.
     pub fn remaining_secs(&self) -> Option<f64> {
         self.remaining_secs_at(Instant::now())
@@ -120,6 +129,23 @@ mod tests {
         let life = Lifetime::default();
         assert_eq!(life.remaining_secs(), None);
         assert!(!life.is_expired());
+    }
+
+    #[test]
+    fn expiring_now_never_lengthens() {
+        let mut life = Lifetime::default();
+        life.expire_now();
+        assert!(life.is_expired());
+        let before = life.current();
+        life.expire_now();
+        assert_eq!(life.current(), before, "an earlier expiry stays");
+        let mut followed = Lifetime::default();
+        let expiry = Expiry::default();
+        expiry.set(Instant::now() + Duration::from_secs(60));
+        followed.follow(expiry.clone());
+        followed.expire_now();
+        expiry.set(Instant::now() + Duration::from_secs(120));
+        assert!(followed.is_expired(), "the refresher no longer moves it");
     }
 
     #[test]

@@ -58,13 +58,54 @@ final class Key
     }
 
     /**
-     * Makes the key expire in $ttl seconds at the latest (an earlier expiry is kept).
+     * Makes the key expire in $ttl seconds at the latest (an earlier expiry is kept); 0 or less expires it at once,
+     * as in symfony/lock.
      *
      * @param float $ttl seconds
      *
-     * @throws Exception\InvalidTtlException when $ttl is zero, negative, NaN or INF
+     * @throws Exception\InvalidTtlException when $ttl is NaN or INF
      */
     public function reduceLifetime(float $ttl): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Whether state is kept under $stateKey (symfony/lock's Key state: a store keeps its own data in the Key under its
+     * class name).
+     */
+    public function hasState(string $stateKey): bool
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Keeps $state under $stateKey, replacing what was there. serialize() carries it along (it must be serializable).
+     */
+    public function setState(string $stateKey, mixed $state): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    public function removeState(string $stateKey): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * The state kept under $stateKey, or null when there is none (symfony/lock returns null with PHP's "Undefined array
+     * key" warning; Deadbolt without the warning).
+     */
+    public function getState(string $stateKey): mixed
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * From now on serialize() refuses this Key with an Exception\UnserializableKeyException (a store whose lock cannot
+     * leave the process marks it so).
+     */
+    public function markUnserializable(): void
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
@@ -101,9 +142,10 @@ final class Key
      * The token is a secret of the lock owner: whoever has it can release or refresh the lock. Keep serialized
      * Keys out of logs.
      *
-     * @return array{resource: string, token: string}
+     * @return array{resource: string, token: string, expiringTime: float|null, state: array<string, mixed>}
      *
-     * @throws Exception\UnserializableKeyException when the Key holds a flock lock, which is bound to this process
+     * @throws Exception\UnserializableKeyException when the Key holds a flock lock, which is bound to this process, or
+     *                                              was marked unserializable
      */
     public function __serialize(): array
     {
@@ -122,9 +164,10 @@ final class Key
      * $key->__unserialize(['resource' => 'invoice:42', 'token' => $token]);
      * ```
      *
-     * The restored Key has no lifetime until a store call sets one.
+     * "expiringTime" (the expiry as Unix time, as symfony/lock's Key keeps it) and "state" are optional: a Key
+     * restored without them has no lifetime until a store call sets one, and no state.
      *
-     * @param array{resource: string, token: string} $data
+     * @param array{resource: string, token: string, expiringTime?: float|null, state?: array<string, mixed>} $data
      *
      * @throws Exception\InvalidArgumentException when "resource" or "token" is missing or not a string, or the token
      *                                            is empty, longer than 1024 bytes or the reserved "__write__"

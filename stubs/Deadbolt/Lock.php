@@ -37,7 +37,7 @@ namespace Deadbolt;
  *
  * A Lock cannot be serialized (serialize() throws \BadMethodCallException) nor cloned (clone throws \Error).
  */
-final class Lock
+final class Lock implements DeadlineLockInterface, FencedLockInterface
 {
     /**
      * Creates a lock on the Key's resource in a store, as {@see LockFactory::createLockFromKey()} does.

@@ -90,9 +90,21 @@ final class ExceptionTriggersTest extends DeadboltTestCase
     }
 
     /**
-     * @dataProvider invalidTtls
+     * What Key::reduceLifetime() refuses: not a number of seconds. Zero and less are valid there, as in symfony/lock
+     * (the Key expires at once: tests/KeyTest.php).
+     *
+     * @return iterable<string, array{float}>
      */
-    #[\PHPUnit\Framework\Attributes\DataProvider('invalidTtls')]
+    public static function nonFiniteTtls(): iterable
+    {
+        yield 'NaN' => [NAN];
+        yield 'INF' => [INF];
+    }
+
+    /**
+     * @dataProvider nonFiniteTtls
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('nonFiniteTtls')]
     public function testReduceLifetimeRejectsAnInvalidTtl(float $ttl): void
     {
         $key = new Key(uniqid(__METHOD__, true));

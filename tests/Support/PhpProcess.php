@@ -104,10 +104,22 @@ final class PhpProcess
         return 'acquired' === $result['stdout'];
     }
 
+    /**
+     * Writes a line to the child's stdin. A child that has gone (a broken pipe) is a RuntimeException that tells how
+     * it ended and what it wrote to stderr, not a bare warning.
+     */
     public function writeLine(string $line): void
     {
-        fwrite($this->pipes[0], $line."\n");
-        fflush($this->pipes[0]);
+        if (false !== @fwrite($this->pipes[0], $line."\n") && @fflush($this->pipes[0])) {
+            return;
+        }
+        $why = error_get_last()['message'] ?? 'write failed';
+        $exit = 'still running';
+        try {
+            $exit = 'exit '.$this->waitForExit(5.0);
+        } catch (\RuntimeException) {
+        }
+        throw new \RuntimeException(sprintf("Cannot write to the child (%s; %s).\nstdout: %s\nstderr: %s", $why, $exit, $this->stdout, $this->stderr));
     }
 
     public function closeStdin(): void

@@ -55,9 +55,11 @@ impl FlockStore {
     pub fn new(dir: impl Into<PathBuf>) -> Result<Self> {
         let dir = dir.into();
         if !dir.is_dir() {
-            fs::create_dir_all(&dir).map_err(|e| {
+            // symfony/lock's message, word for word ("exists" included): code that matches it
+            // keeps working.
+            fs::create_dir_all(&dir).map_err(|_| {
                 Error::invalid_argument(format!(
-                    "The FlockStore directory \"{}\" does not exist and cannot be created: {e}.",
+                    "The FlockStore directory \"{}\" does not exists and cannot be created.",
                     dir.display()
                 ))
             })?;

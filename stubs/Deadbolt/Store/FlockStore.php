@@ -20,7 +20,7 @@ use Deadbolt\Key;
  * 0666 and stay after release. Locks belong to the process that took them and vanish when it exits; they do not
  * expire, a TTL only sets the Key's lifetime. Two Keys exclude each other even inside one process.
  */
-final class FlockStore
+final class FlockStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
 {
     /**
      * @param string|null $lockPath directory of the lock files, created recursively if missing;

@@ -20,7 +20,7 @@ use Deadbolt\Key;
  *
  * Blocking waits poll the store, so a blocking acquire on a lock held in the same process never returns.
  */
-final class InMemoryStore
+final class InMemoryStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
 {
     public function __construct()
     {

@@ -70,7 +70,7 @@ use Deadbolt\Key;
  * A Lock that dies while held is released during PHP's destructor phase through any store; after a fatal error only
  * DSN stores still release (from the extension itself), client-object stores then rely on the TTL.
  */
-final class RedisStore
+final class RedisStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
 {
     /**
      * @param string|\Redis|\RedisCluster|\Predis\ClientInterface $connection a DSN (see above) or a connected client

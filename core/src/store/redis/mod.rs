@@ -113,10 +113,16 @@ impl<T: Transport> RedisStore<T> {
         Error::storage(message, e)
     }
 
-    /// Readies `key` for an attempt and picks the script for `mode`.
+    /// Readies `key` for an attempt of a wait (whose lifetime counts from this attempt) and picks
+    /// the script for `mode`.
     fn prepare(key: &mut Key, mode: Mode, ttl: Ttl) -> &'static LockScript {
         key.reset_lifetime();
         key.reduce_lifetime(ttl);
+        Self::script(mode)
+    }
+
+    /// The script that takes a lock in `mode`.
+    fn script(mode: Mode) -> &'static LockScript {
         match mode {
             Mode::Exclusive => &SAVE,
             Mode::Shared => &SAVE_READ,
@@ -196,7 +202,13 @@ impl<T: Transport> Store for RedisStore<T> {
 
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
-        let script = Self::prepare(key, mode, ttl);
+        // As symfony/lock: the TTL only shortens the key's lifetime (a Lock resets it before it
+        // saves); a key whose lifetime has run out is not saved, and what it held goes.
+        key.reduce_lifetime(ttl);
+        if key.is_expired() {
+            return Err(expired_on_save(self, key));
+        }
+        let script = Self::script(mode);
         let ttl_ms = ttl_millis(ttl).to_string();
         // The keys a release may touch are named here too, unused: a Redis ACL that does not
         // grant them fails this acquire, not the release after the work is done.
