@@ -122,5 +122,16 @@ spl_autoload_register(static function (string $class): void {
     }
 });
 
+// The Symfony bridge (php/, PSR-4), as Composer would load it.
+spl_autoload_register(static function (string $class): void {
+    $prefix = 'Deadbolt\\Bridge\\Symfony\\';
+    if (0 === strncmp($class, $prefix, strlen($prefix))) {
+        $file = dirname(__DIR__).'/php/src/'.str_replace('\\', '/', substr($class, strlen($prefix))).'.php';
+        if (is_file($file)) {
+            require $file;
+        }
+    }
+});
+
 // symfony/lock from Debian (php-symfony-lock: 5.4 on Debian 12, 6.4 on Debian 13), the peer of the interop tests.
 require_once deadbolt_symfony_lock_autoload();

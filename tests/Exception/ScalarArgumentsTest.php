@@ -101,7 +101,10 @@ final class ScalarArgumentsTest extends TestCase
         yield 'array as lock path' => [static fn () => call_in_weak_mode(static fn () => new \Deadbolt\Store\FlockStore([])), 'Deadbolt\Store\FlockStore::__construct(): Argument #1 ($lockPath) must be of type ?string, array given'];
     }
 
-    /** @dataProvider refusedInWeakMode */
+    /**
+     * @dataProvider refusedInWeakMode
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('refusedInWeakMode')]
     public function testWhatWeakModeRefusesIsPhpsOwnTypeError(\Closure $call, string $message): void
     {
         try {

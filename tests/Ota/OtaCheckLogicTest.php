@@ -8,6 +8,7 @@ use app\constant\OtaErrorCode;
 use app\exception\BusinessException;
 use app\logic\LegacyOtaCheckLogic;
 use app\logic\OtaCheckLogic;
+use app\logic\SymfonyOtaCheckLogic;
 use app\repository\UpgradeTaskRepository;
 use app\support\OtaLockFactory;
 use Deadbolt\Tests\Support\Channel;
@@ -82,6 +83,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
     public static function implementations(): iterable
     {
         yield 'Deadbolt' => [OtaCheckLogic::class];
+        yield 'Symfony-typed, through the bridge' => [SymfonyOtaCheckLogic::class];
         yield 'legacy SET NX + Lua' => [LegacyOtaCheckLogic::class];
     }
 
@@ -95,12 +97,15 @@ final class OtaCheckLogicTest extends DeadboltTestCase
         // A rolling deploy: old and new workers on the same key still exclude each other.
         yield 'legacy holds, Deadbolt waits' => [LegacyOtaCheckLogic::class, OtaCheckLogic::class];
         yield 'Deadbolt holds, legacy waits' => [OtaCheckLogic::class, LegacyOtaCheckLogic::class];
+        yield 'Symfony-typed holds, legacy waits' => [SymfonyOtaCheckLogic::class, LegacyOtaCheckLogic::class];
+        yield 'legacy holds, Symfony-typed waits' => [LegacyOtaCheckLogic::class, SymfonyOtaCheckLogic::class];
+        yield 'Symfony-typed holds, Deadbolt waits' => [SymfonyOtaCheckLogic::class, OtaCheckLogic::class];
     }
 
     /**
      * @dataProvider implementations
      *
-     * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
+     * @param class-string<OtaCheckLogic|SymfonyOtaCheckLogic|LegacyOtaCheckLogic> $class
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testConcurrentWorkersLeaveExactlyOneTask(string $class): void
@@ -187,7 +192,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
     /**
      * @dataProvider implementations
      *
-     * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
+     * @param class-string<OtaCheckLogic|SymfonyOtaCheckLogic|LegacyOtaCheckLogic> $class
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testReusesTheActiveTaskAndCreatesOnePerFirmware(string $class): void
@@ -226,8 +231,8 @@ final class OtaCheckLogicTest extends DeadboltTestCase
     /**
      * @dataProvider holderAndContender
      *
-     * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $holderClass
-     * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $contenderClass
+     * @param class-string<OtaCheckLogic|SymfonyOtaCheckLogic|LegacyOtaCheckLogic> $holderClass
+     * @param class-string<OtaCheckLogic|SymfonyOtaCheckLogic|LegacyOtaCheckLogic> $contenderClass
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('holderAndContender')]
     public function testServiceBusyWhileAnotherProcessHoldsTheLock(string $holderClass, string $contenderClass): void
@@ -276,7 +281,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
      *
      * @dataProvider implementations
      *
-     * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
+     * @param class-string<OtaCheckLogic|SymfonyOtaCheckLogic|LegacyOtaCheckLogic> $class
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testReleaseQuietlyOnlyLogsAFailedRelease(string $class): void
@@ -357,7 +362,7 @@ final class OtaCheckLogicTest extends DeadboltTestCase
     /**
      * @dataProvider implementations
      *
-     * @param class-string<OtaCheckLogic|LegacyOtaCheckLogic> $class
+     * @param class-string<OtaCheckLogic|SymfonyOtaCheckLogic|LegacyOtaCheckLogic> $class
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('implementations')]
     public function testRejectsIdsThatCouldSpellAnotherKey(string $class): void

@@ -36,6 +36,7 @@ final class CompanionKeysTest extends DeadboltTestCase
      *
      * @dataProvider connections
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('connections')]
     public function testALockNamedLikeTheBookkeepingOfAnotherIsLeftAlone(string $connection): void
     {
         $factory = $this->factory($connection);
@@ -72,6 +73,7 @@ final class CompanionKeysTest extends DeadboltTestCase
      *
      * @dataProvider connections
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('connections')]
     public function testAResourceNameHoldingTheMarkIsRefused(string $connection): void
     {
         $factory = $this->factory($connection);
@@ -102,6 +104,7 @@ final class CompanionKeysTest extends DeadboltTestCase
      *
      * @dataProvider connections
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('connections')]
     public function testTheFencingCounterExpiresAndTokensStillIncrease(string $connection): void
     {
         $factory = $this->factory($connection);

@@ -8,7 +8,8 @@ use app\constant\OtaErrorCode;
 use app\exception\BusinessException;
 use app\repository\UpgradeTaskRepository;
 use app\support\OtaLockFactory;
-use Deadbolt\Lock;
+use Deadbolt\LockInterface;
+use Symfony\Component\Lock\LockInterface as SymfonyLockInterface;
 use support\Log;
 
 /**
@@ -74,7 +75,7 @@ class OtaCheckLogic
     public function withDeviceFirmwareLock(int|string $deviceId, int|string $firmwareId, callable $criticalSection): mixed
     {
         $resource = self::lockKey($deviceId, $firmwareId);
-        $lock = OtaLockFactory::create($resource, (float) self::LOCK_TTL_SECONDS);
+        $lock = $this->createLock($resource);
         $this->acquireOrFail($lock, $resource);
         try {
             return $criticalSection();
@@ -86,7 +87,16 @@ class OtaCheckLogic
     /**
      * Up to LOCK_MAX_RETRY non-blocking attempts, LOCK_RETRY_INTERVAL_US apart; then a warning and SERVICE_BUSY.
      */
-    protected function acquireOrFail(Lock $lock, string $resource): void
+    /**
+     * The lock of one device and firmware: a Deadbolt Lock here; {@see SymfonyOtaCheckLogic} makes a lock typed as
+     * symfony/lock's, as seed 001's plan wrote it. Either is typed as an interface, so a test can hand in a double.
+     */
+    protected function createLock(string $resource): LockInterface|SymfonyLockInterface
+    {
+        return OtaLockFactory::create($resource, (float) self::LOCK_TTL_SECONDS);
+    }
+
+    protected function acquireOrFail(LockInterface|SymfonyLockInterface $lock, string $resource): void
     {
         for ($attempt = 1; $attempt <= self::LOCK_MAX_RETRY; ++$attempt) {
             if ($lock->acquire(false)) {
@@ -109,7 +119,7 @@ class OtaCheckLogic
     /**
      * Releases the lock; a failure is only logged: the work is done, and the TTL frees the lock anyway.
      */
-    protected function releaseQuietly(Lock $lock, string $resource): void
+    protected function releaseQuietly(LockInterface|SymfonyLockInterface $lock, string $resource): void
     {
         try {
             $lock->release();

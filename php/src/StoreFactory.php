@@ -1,0 +1,30 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Bridge\Symfony;
+
+use Deadbolt\Store\StoreFactory as DeadboltStoreFactory;
+use Symfony\Component\Lock\PersistingStoreInterface;
+use Symfony\Component\Lock\Store\StoreFactory as SymfonyStoreFactory;
+
+/**
+ * symfony/lock's StoreFactory, with Deadbolt's stores behind a `deadbolt+` prefix, so a DSN in configuration can pick
+ * Deadbolt's engine: `deadbolt+redis://host:6379`, `deadbolt+rediss://...`, `deadbolt+flock`, `deadbolt+flock:///dir`,
+ * `deadbolt+in-memory` (what Deadbolt's StoreFactory takes, prefixed). Anything else goes to symfony/lock's factory.
+ */
+final class StoreFactory
+{
+    public const PREFIX = 'deadbolt+';
+
+    public static function createStore(#[\SensitiveParameter] object|string $connection): PersistingStoreInterface
+    {
+        if (\is_string($connection) && str_starts_with($connection, self::PREFIX)) {
+            $store = Exceptions::symfony(static fn () => DeadboltStoreFactory::createStore(substr($connection, \strlen(self::PREFIX))));
+
+            return new DeadboltStore($store);
+        }
+
+        return SymfonyStoreFactory::createStore($connection);
+    }
+}
