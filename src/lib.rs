@@ -21,6 +21,7 @@ mod store_arg;
 mod store_contract;
 mod store_factory;
 mod stores;
+mod user_store;
 mod zend_object;
 
 use ext_php_rs::prelude::*;

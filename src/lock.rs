@@ -139,7 +139,7 @@ impl PhpLock {
     #[php(defaults(ttl = None, autoRelease = true))]
     pub fn __construct(
         key: &PhpKey,
-        store: &ZendObject,
+        store: &mut ZendObject,
         ttl: OptionalFloat<3>,
         autoRelease: Bool<4>,
     ) -> PhpResult<Self> {

@@ -49,7 +49,7 @@ impl PhpLockFactory {
 
 #[php_impl]
 impl PhpLockFactory {
-    pub fn __construct(store: &ZendObject) -> PhpResult<Self> {
+    pub fn __construct(store: &mut ZendObject) -> PhpResult<Self> {
         let store = engine_store_arg(
             store,
             "Deadbolt\\LockFactory::__construct(): Argument #1 ($store)",

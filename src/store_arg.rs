@@ -1,5 +1,7 @@
 //! The engine store behind a PHP store argument (`new Lock($key, $store)`, `new LockFactory($store)`).
 
+use std::rc::Rc;
+
 use deadbolt_core::StoreRef;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject};
@@ -7,9 +9,28 @@ use ext_php_rs::types::{ZendClassObject, ZendObject};
 use crate::error_map::type_error;
 use crate::redis_store::PhpRedisStore;
 use crate::stores::{PhpFlockStore, PhpInMemoryStore};
+use crate::user_store::UserStore;
 
-/// The engine store behind a PHP store object, or `None` when the object is not a Deadbolt store.
-pub fn engine_store(object: &ZendObject) -> Option<StoreRef> {
+/// The engine store behind a store argument: a Deadbolt store class, or any PHP object that
+/// implements `Deadbolt\Store\PersistingStoreInterface` (called through its methods,
+/// user_store.rs); a `\TypeError` naming `argument` otherwise.
+pub fn engine_store_arg(object: &mut ZendObject, argument: &str) -> PhpResult<StoreRef> {
+    if let Some(store) = native_store(object) {
+        return Ok(store);
+    }
+    if let Some(store) = UserStore::of(object) {
+        // It calls PHP: never from Drop (the Lock's end-of-request path releases it).
+        return Ok(StoreRef::Lent(Rc::new(store)));
+    }
+    Err(type_error(format!(
+        "{argument} must be a Deadbolt store or implement {}, {} given",
+        crate::user_store::INTERFACE,
+        crate::args::class_name(object)
+    )))
+}
+
+/// The engine store behind one of Deadbolt's store classes.
+fn native_store(object: &ZendObject) -> Option<StoreRef> {
     if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
         return Some(StoreRef::Owned(flock.inner.clone()));
     }
@@ -20,14 +41,4 @@ pub fn engine_store(object: &ZendObject) -> Option<StoreRef> {
         return Some(redis.store_ref());
     }
     None
-}
-
-/// The engine store behind a store argument; a `\\TypeError` naming `argument` otherwise.
-pub fn engine_store_arg(object: &ZendObject, argument: &str) -> PhpResult<StoreRef> {
-    engine_store(object).ok_or_else(|| {
-        type_error(format!(
-            "{argument} must be a Deadbolt store, {} given",
-            crate::args::class_name(object)
-        ))
-    })
 }

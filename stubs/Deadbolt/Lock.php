@@ -46,13 +46,14 @@ final class Lock implements DeadlineLockInterface, FencedLockInterface
      * The Lock has no logger until {@see setLogger()} is called.
      *
      * @param Key        $key         the resource to lock; shared with the Lock, not copied
-     * @param object     $store       a Deadbolt store: {@see Store\FlockStore}, {@see Store\InMemoryStore} or
-     *                                {@see Store\RedisStore}
+     * @param object     $store       a Deadbolt store ({@see Store\FlockStore}, {@see Store\InMemoryStore},
+     *                                {@see Store\RedisStore}), or any object implementing
+     *                                {@see Store\PersistingStoreInterface}
      * @param float|null $ttl         maximum expected lock duration in seconds, used by acquire() and refresh();
      *                                null for none (refresh() then needs an explicit TTL)
      * @param bool       $autoRelease whether the lock is released when the Lock object is destroyed
      *
-     * @throws \TypeError when $store is not a Deadbolt store (a symfony/lock store is not accepted either)
+     * @throws \TypeError when $store is neither (a symfony/lock store is not accepted: its methods take Symfony's Key)
      */
     public function __construct(Key $key, object $store, ?float $ttl = null, bool $autoRelease = true)
     {

@@ -25,10 +25,12 @@ namespace Deadbolt;
 class LockFactory
 {
     /**
-     * @param object $store a Deadbolt store: {@see Store\FlockStore}, {@see Store\InMemoryStore} or
-     *                     {@see Store\RedisStore}
+     * @param object $store a Deadbolt store ({@see Store\FlockStore}, {@see Store\InMemoryStore},
+     *                     {@see Store\RedisStore}), or any object implementing {@see Store\PersistingStoreInterface},
+     *                     which is then called through its methods
      *
-     * @throws \TypeError when $store is not a Deadbolt store (a symfony/lock store is not accepted either)
+     * @throws \TypeError when $store is neither (a symfony/lock store is not accepted: its methods take Symfony's Key;
+     *                    give it to the bridge in php/ instead)
      */
     public function __construct(object $store)
     {

@@ -1,0 +1,272 @@
+//! A store written in PHP: any object implementing `Deadbolt\Store\PersistingStoreInterface`
+//! works as a store through its own methods, as any store does under symfony/lock's Lock.
+//!
+//! What a Lock asks of it, and how:
+//! - acquire: `save($key)` (`saveRead($key)` for a read lock when the object implements
+//!   `SharedLockStoreInterface`, else `save()`, as symfony/lock falls back), then, for a Lock with
+//!   a TTL, `putOffExpiration($key, $ttl)`, as symfony/lock's Lock calls `refresh()`;
+//! - a blocking acquire polls `save()` (every 90-110 ms, with the deadline, signals and
+//!   `max_execution_time` honoured): the object's own `waitAndSave()` could honour none of them;
+//! - refresh: `putOffExpiration()`; release: `delete()`, then `exists()`; `isAcquired()`: `exists()`.
+//!
+//! The object is handed one `Deadbolt\Key` per lock owner (by token), kept for as long as the
+//! owner holds the lock, so state the store keeps in it (`setState()`) lasts as in symfony/lock.
+//! That Key carries the lock's resource, token and lifetime; the lifetime goes back to the Lock
+//! after each call. The calls go through the boundary of `php_call.rs`; the exceptions they throw
+//! become Deadbolt's (a `LockConflictedException` of Deadbolt's or symfony/lock's is a conflict).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use deadbolt_core::{Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, Store, Ttl};
+use ext_php_rs::convert::{IntoZval, IntoZvalDyn};
+use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
+use ext_php_rs::zend::ClassEntry;
+
+use crate::key::PhpKey;
+use crate::php_call::guarded;
+use crate::zend_object::{take_pending_exception, ParkedException};
+
+/// The interface an object implements to be taken as a store.
+pub const INTERFACE: &str = "Deadbolt\\Store\\PersistingStoreInterface";
+const SHARED: &str = "Deadbolt\\Store\\SharedLockStoreInterface";
+
+/// A PHP store object, called through its methods.
+pub struct UserStore {
+    object: Zval,
+    shared: bool,
+    name: String,
+    /// The Key object handed to the store for each owner (token) while it may hold the lock.
+    keys: RefCell<HashMap<String, Zval>>,
+}
+
+impl UserStore {
+    /// `object` as a store, when it implements [`INTERFACE`].
+    pub fn of(object: &mut ZendObject) -> Option<Self> {
+        let implements =
+            |name: &str| ClassEntry::try_find(name).is_some_and(|ce| object.instance_of(ce));
+        if !implements(INTERFACE) {
+            return None;
+        }
+        let shared = implements(SHARED);
+        let name = format!("UserStore({})", crate::args::class_name(object));
+        let mut zval = Zval::new();
+        zval.set_object(object);
+        Some(UserStore {
+            object: zval,
+            shared,
+            name,
+            keys: RefCell::default(),
+        })
+    }
+
+    /// The Key object for `key`'s owner, with `key`'s lifetime.
+    fn php_key(&self, key: &Key) -> Result<Zval> {
+        let token = key.token()?.as_str().to_owned();
+        let existing = self.keys.borrow().get(&token).map(Zval::shallow_clone);
+        let zval = match existing {
+            Some(zval) => zval,
+            None => {
+                let fresh = PhpKey::from_key(Key::import(key.resource().to_vec(), token.clone())?);
+                let zval = fresh
+                    .into_zval(false)
+                    .map_err(|e| self.failure(format!("cannot make its Key: {e}")))?;
+                self.keys.borrow_mut().insert(token, zval.shallow_clone());
+                zval
+            }
+        };
+        if let Some(inner) = inner_key(&zval) {
+            copy_lifetime(key, &mut inner.lock());
+        }
+        Ok(zval)
+    }
+
+    /// Calls `$store->method($key, ...)` and gives `key` the lifetime the store left in its Key.
+    fn call(&self, method: &str, key: &mut Key, extra: Option<f64>) -> Result<Zval> {
+        let php_key = self.php_key(key)?;
+        let result = match extra {
+            Some(ttl) => self.call_method(method, vec![&php_key, &ttl]),
+            None => self.call_method(method, vec![&php_key]),
+        };
+        if let Some(inner) = inner_key(&php_key) {
+            copy_lifetime(&inner.lock(), key);
+        }
+        result.map_err(|e| self.mapped(e, key))
+    }
+
+    /// `$store->method(...$params)` through the boundary: a bailout or exit is handed back to
+    /// PHP later; an exception the store threw is taken from the engine and returned.
+    fn call_method(
+        &self,
+        method: &str,
+        params: Vec<&dyn IntoZvalDyn>,
+    ) -> std::result::Result<Zval, Thrown> {
+        let _parked = crate::php_call::exception_in_flight()
+            .then(ParkedException::park)
+            .flatten();
+        crate::interrupts::forget_handlers();
+        let result = guarded(|| self.object.try_call_method(method, params))
+            .map_err(|ended| Thrown::Other(format!("{method}(): {ended}")))?;
+        if crate::interrupts::exception_is_a_handlers() {
+            return Err(Thrown::Other(format!(
+                "{method}() was interrupted by an exception of the application"
+            )));
+        }
+        if let Some(exception) = take_pending_exception() {
+            return Err(Thrown::Exception(Caught::of(&exception)));
+        }
+        result.map_err(|e| Thrown::Other(format!("{method}() could not be called: {e}")))
+    }
+
+    fn mapped(&self, thrown: Thrown, key: &Key) -> Error {
+        match thrown {
+            Thrown::Exception(caught) if caught.conflict => {
+                Error::conflict(key.display_resource(), &self.name)
+            }
+            Thrown::Exception(caught) if caught.expired => Error::Expired {
+                message: caught.message,
+            },
+            Thrown::Exception(caught) => {
+                self.failure(format!("{}: {}", caught.class, caught.message))
+            }
+            Thrown::Other(message) => self.failure(message),
+        }
+    }
+
+    fn failure(&self, what: String) -> Error {
+        Error::Storage {
+            message: format!("{} failed: {what}", self.name),
+            source: None,
+        }
+    }
+
+    /// The owner of `key` no longer holds the lock: its Key object goes.
+    fn forget(&self, key: &Key) {
+        if let Some(token) = key.drawn_token() {
+            self.keys.borrow_mut().remove(token.as_str());
+        }
+    }
+}
+
+/// What a store method threw.
+enum Thrown {
+    Exception(Caught),
+    Other(String),
+}
+
+/// The facts kept of an exception the store threw.
+struct Caught {
+    class: String,
+    message: String,
+    conflict: bool,
+    expired: bool,
+}
+
+impl Caught {
+    fn of(exception: &ZendObject) -> Caught {
+        let is = |names: [&str; 2]| {
+            names
+                .iter()
+                .any(|name| ClassEntry::try_find(name).is_some_and(|ce| exception.instance_of(ce)))
+        };
+        Caught {
+            class: crate::args::class_name(exception),
+            message: guarded(|| exception.try_call_method("getMessage", vec![]))
+                .ok()
+                .and_then(Result::ok)
+                .and_then(|message| message.string())
+                .unwrap_or_default(),
+            conflict: is([
+                "Deadbolt\\Exception\\LockConflictedException",
+                "Symfony\\Component\\Lock\\Exception\\LockConflictedException",
+            ]),
+            expired: is([
+                "Deadbolt\\Exception\\LockExpiredException",
+                "Symfony\\Component\\Lock\\Exception\\LockExpiredException",
+            ]),
+        }
+    }
+}
+
+/// The engine key inside a `Deadbolt\Key` object.
+fn inner_key(zval: &Zval) -> Option<deadbolt_core::SharedKey> {
+    let object = zval.object()?;
+    ZendClassObject::<PhpKey>::from_zend_obj(object).map(|key| key.inner.clone())
+}
+
+/// Gives `to` the lifetime of `from`.
+fn copy_lifetime(from: &Key, to: &mut Key) {
+    to.reset_lifetime();
+    match from.remaining_lifetime() {
+        None => {}
+        Some(left) => match Ttl::from_secs(left) {
+            Ok(ttl) => to.reduce_lifetime(ttl),
+            Err(_) => to.expire_now(),
+        },
+    }
+}
+
+impl Store for UserStore {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
+        let method = if mode == Mode::Shared && self.shared {
+            "saveRead"
+        } else {
+            "save"
+        };
+        self.call(method, key, None)?;
+        if let Some(ttl) = ttl {
+            self.call("putOffExpiration", key, Some(ttl.duration().as_secs_f64()))?;
+        }
+        Ok(())
+    }
+
+    fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
+        self.call("putOffExpiration", key, Some(ttl.duration().as_secs_f64()))
+            .map(|_| ())
+    }
+
+    fn delete(&self, key: &mut Key) -> Result<()> {
+        if key.drawn_token().is_none() {
+            return Ok(());
+        }
+        self.call("delete", key, None)?;
+        self.forget(key);
+        Ok(())
+    }
+
+    fn exists(&self, key: &Key) -> Result<bool> {
+        if key.drawn_token().is_none() {
+            return Ok(false);
+        }
+        let php_key = self.php_key(key)?;
+        let answer = self
+            .call_method("exists", vec![&php_key])
+            .map_err(|e| self.mapped(e, key))?;
+        answer.bool().ok_or_else(|| {
+            self.failure(format!(
+                "exists() returned {}, not a bool",
+                answer.get_type()
+            ))
+        })
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities {
+            blocking: None,
+            expiring: Some(self),
+            fencing: None,
+        }
+    }
+}
+
+/// Its locks may expire (the store decides), but nothing refreshes them in the background: the
+/// refresher thread cannot call PHP.
+impl ExpiringStore for UserStore {
+    fn extender(&self) -> Option<std::sync::Arc<dyn Extender>> {
+        None
+    }
+}
