@@ -103,7 +103,7 @@ final class SymfonyBridgeStoreTest extends DeadboltTestCase
         $resource = self::resource();
         [$reader1, $reader2, $writer] = [new Key($resource), new Key($resource), new Key($resource)];
         $store->saveRead($reader1);
-        $store->saveRead($reader2);
+        $store->waitAndSaveRead($reader2); // no writer: at once
         $this->assertTrue($store->exists($reader1) && $store->exists($reader2));
         try {
             $store->save($writer);
