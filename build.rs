@@ -14,7 +14,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo::rustc-check-cfg=cfg(php_zval_value_name)");
     let php = php_binary();
-    let zts = Command::new(&php)
+    let facts = Command::new(&php)
         .args([
             "-n",
             "-r",
@@ -24,25 +24,24 @@ fn main() {
         .ok()
         .filter(|out| out.status.success())
         .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
-    if let Some(facts) = zts {
-        if let Some(version) = facts.strip_prefix("1 ") {
-            eprintln!(
-                "error: {php} is a thread-safe (ZTS) PHP {version}. Deadbolt supports non-thread-safe (NTS) PHP \
-                 only (Debian's php packages and the official php images are NTS); set PHP_CONFIG to an NTS PHP's \
-                 php-config."
-            );
-            std::process::exit(1);
-        }
-        // PHP 8.3 names a given `true` or object in its TypeErrors by value (`zend_zval_value_name`),
-        // 8.2 by type: src/php_param.rs words them as the engine it is built for.
-        let version_id: u32 = facts
-            .rsplit(' ')
-            .next()
-            .and_then(|id| id.trim().parse().ok())
-            .unwrap_or(0);
-        if version_id >= 80300 {
-            println!("cargo::rustc-cfg=php_zval_value_name");
-        }
+    let Some(facts) = facts else {
+        return;
+    };
+    let mut parts = facts.split_whitespace();
+    let (zts, version, version_id) = (parts.next(), parts.next().unwrap_or("?"), parts.next());
+    if zts == Some("1") {
+        eprintln!(
+            "error: {php} is a thread-safe (ZTS) PHP {version}. Deadbolt supports non-thread-safe (NTS) PHP \
+             only (Debian's php packages and the official php images are NTS); set PHP_CONFIG to an NTS PHP's \
+             php-config."
+        );
+        std::process::exit(1);
+    }
+    // PHP 8.3 names a given `true` or object in its TypeErrors by value (`zend_zval_value_name`),
+    // 8.2 by type: src/php_param.rs words them as the engine it is built for.
+    let version_id: u32 = version_id.and_then(|id| id.parse().ok()).unwrap_or(0);
+    if version_id >= 80300 {
+        println!("cargo::rustc-cfg=php_zval_value_name");
     }
 }
 
