@@ -167,23 +167,12 @@ const ZEND_ATTRIBUTE_PERSISTENT: u32 = 1;
 /// `zend.exception_ignore_args=0`. Call once per process, at the first request startup (classes
 /// are registered after MINIT), before any call of the method.
 pub fn mark_sensitive_parameter<T: RegisteredClass>(method: &str, position: u32) {
-    let ce = T::get_metadata().ce();
-    // SAFETY: the class's function table is PHP's and lives for the whole process; the lookup
-    // only reads it. The found value is the method's `zend_function`, whose attribute table PHP
-    // itself fills this way for internal functions (persistent memory, freed with the function).
+    let Some(function) = method_of::<T>(method) else {
+        return;
+    };
+    // SAFETY: the method's `zend_function`, whose attribute table PHP itself fills this way for
+    // internal functions (persistent memory, freed with the function).
     unsafe {
-        let found = ext_php_rs::ffi::zend_hash_str_find(
-            &raw const ce.function_table,
-            method.as_ptr().cast(),
-            method.len(),
-        );
-        let Some(found) = found.as_ref() else {
-            return;
-        };
-        let function = found.value.ptr.cast::<ext_php_rs::ffi::zend_function>();
-        let Some(function) = function.as_mut() else {
-            return;
-        };
         let mut name = ext_php_rs::types::ZendStr::new("SensitiveParameter", true);
         // The name is copied (a reference taken) by zend_add_attribute; ours is released here.
         zend_add_attribute(
@@ -197,6 +186,29 @@ pub fn mark_sensitive_parameter<T: RegisteredClass>(method: &str, position: u32)
     }
 }
 
+/// Method `method` (lower case) of class `T`, as the engine keeps it. Only for the one-time
+/// changes of `install_engine_hooks` (lib.rs), before any PHP code runs.
+fn method_of<T: RegisteredClass>(
+    method: &str,
+) -> Option<&'static mut ext_php_rs::ffi::zend_function> {
+    let ce = T::get_metadata().ce();
+    // SAFETY: the class's function table is PHP's and lives for the whole process; the lookup
+    // only reads it, and its values are the methods' `zend_function`s, which live as long.
+    unsafe {
+        let found = ext_php_rs::ffi::zend_hash_str_find(
+            &raw const ce.function_table,
+            method.as_ptr().cast(),
+            method.len(),
+        );
+        found
+            .as_ref()?
+            .value
+            .ptr
+            .cast::<ext_php_rs::ffi::zend_function>()
+            .as_mut()
+    }
+}
+
 /// The handler of an internal function (`zif_handler`).
 pub type Handler =
     unsafe extern "C" fn(*mut ext_php_rs::ffi::zend_execute_data, *mut ext_php_rs::ffi::zval);
@@ -205,22 +217,10 @@ pub type Handler =
 /// (for `handler` to call). Subclasses declared later inherit the new one. Call once per process,
 /// as [`mark_sensitive_parameter`], before any call of the method.
 pub fn swap_method_handler<T: RegisteredClass>(method: &str, handler: Handler) -> Option<Handler> {
-    let ce = T::get_metadata().ce();
-    // SAFETY: as in `mark_sensitive_parameter`: the function table and the internal function it
-    // holds live for the whole process, and nothing runs the method while it is swapped (the
-    // first request has not started running PHP code).
+    let function = method_of::<T>(method)?;
+    // SAFETY: the internal function lives for the whole process, and nothing runs the method
+    // while it is swapped (the first request has not started running PHP code).
     unsafe {
-        let found = ext_php_rs::ffi::zend_hash_str_find(
-            &raw const ce.function_table,
-            method.as_ptr().cast(),
-            method.len(),
-        );
-        let function = found
-            .as_ref()?
-            .value
-            .ptr
-            .cast::<ext_php_rs::ffi::zend_function>()
-            .as_mut()?;
         if u32::from(function.type_) != ext_php_rs::ffi::ZEND_INTERNAL_FUNCTION {
             return None;
         }
