@@ -69,7 +69,12 @@ final class ForkedChild
         try {
             return $this->channel->receive($timeout);
         } catch (\RuntimeException $e) {
-            $this->wait(5.0);
+            try {
+                $this->wait(5.0);
+            } catch (\PHPUnit\Framework\AssertionFailedError $failure) {
+                // Both halves of the story: why nothing came, and what the child was doing.
+                throw new \PHPUnit\Framework\AssertionFailedError($e->getMessage().'; '.$failure->getMessage(), 0, $e);
+            }
             throw $e;
         }
     }
@@ -124,12 +129,28 @@ final class ForkedChild
                 throw new \RuntimeException("waitpid({$this->pid}) failed");
             }
             if (hrtime(true) > $deadline) {
+                $threads = $this->threads();
                 posix_kill($this->pid, SIGKILL);
                 pcntl_waitpid($this->pid, $status);
                 $this->status = $status;
-                throw new \PHPUnit\Framework\AssertionFailedError(sprintf('Forked child %d still ran after %.0f s: killed', $this->pid, $timeout));
+                throw new \PHPUnit\Framework\AssertionFailedError(sprintf('Forked child %d still ran after %.0f s: killed (threads: %s)', $this->pid, $timeout, $threads));
             }
             usleep(1000);
         }
+    }
+
+    /**
+     * What each thread of a hung child was blocked in (name, kernel wait channel, system call number), so that a
+     * hang reported by CI can be told apart from slowness.
+     */
+    private function threads(): string
+    {
+        $threads = [];
+        foreach (glob("/proc/{$this->pid}/task/*") ?: [] as $task) {
+            $read = static fn (string $file): string => trim((string) @file_get_contents("$task/$file"));
+            $threads[] = sprintf('%s in %s, syscall %s', $read('comm'), $read('wchan'), strtok($read('syscall'), ' '));
+        }
+
+        return [] === $threads ? 'gone' : implode('; ', $threads);
     }
 }
