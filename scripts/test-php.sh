@@ -3,7 +3,8 @@
 #   1. every suite against redis-server (Redis 7.0 on Debian 12, 8.0 on Debian 13) and this platform's symfony/lock;
 #   2. where valkey-server is installed (Debian 13), every suite again against Valkey;
 #   3. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
-#      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock.
+#      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, and tests/Console (Symfony
+#      Console 7.4's LockableTrait on Deadbolt), which needs it.
 #
 #   scripts/test-php.sh SO RUN_DIR
 set -euo pipefail
@@ -32,4 +33,5 @@ fi
 if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
   echo "== symfony/lock $(cat "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")/../../../../../../version" 2>/dev/null) from $DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD"
   DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD pass symfony-lock-7.4 redis-server redis-cli tests/Interop
+  DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD pass symfony-console-7.4 redis-server redis-cli tests/Console
 fi
