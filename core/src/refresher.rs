@@ -8,7 +8,8 @@
 //! Locks inherited by the child are never refreshed there.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -133,6 +134,11 @@ struct Registry {
     entries: Mutex<Vec<Entry>>,
     wake: Condvar,
     started: AtomicBool,
+    /// The thread's handle, never joined: kept so that what the thread owns stays reachable from
+    /// this registry. In a forked child the thread is gone but its handle and name are still
+    /// there; held here (the registry is kept for the life of the child), they are inherited
+    /// memory like the rest, not memory that a checker reports as lost.
+    thread: OnceLock<JoinHandle<()>>,
 }
 
 static REGISTRY: PerProcess<Registry> = PerProcess::new();
@@ -182,7 +188,9 @@ fn start(registry: &'static Registry) -> Result<(), String> {
     std::thread::Builder::new()
         .name("deadbolt-refresher".into())
         .spawn(move || run(registry))
-        .map(|_| ())
+        .map(|handle| {
+            let _ = registry.thread.set(handle);
+        })
         .map_err(|e| {
             registry.started.store(false, Ordering::Release);
             format!("the refresher thread could not start: {e}")
