@@ -10,6 +10,8 @@ packages=(
   php-redis php-predis       # PHP Redis clients (interop and client-object stores)
   phpunit                    # the PHP test runner (Debian 12: 9.6, Debian 13: 11.5)
   php-symfony-lock           # the peer for interop tests and the benchmark anchor
+  php-symfony-framework-bundle composer  # framework.lock wired to Deadbolt in a booted kernel (tests/Interop); the
+                             # kernel's container (6.4) asks Composer 2's InstalledVersions, as in any application
   redis-server redis-tools   # the Redis that `make test` starts on private ports
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
   openssl                    # the TLS tests make their CA with it (TLS itself is rustls, in the build)
