@@ -133,7 +133,8 @@ final class ForkedChild
                 posix_kill($this->pid, SIGKILL);
                 pcntl_waitpid($this->pid, $status);
                 $this->status = $status;
-                throw new \PHPUnit\Framework\AssertionFailedError(sprintf('Forked child %d still ran after %.0f s: killed (threads: %s)', $this->pid, $timeout, $threads));
+                $error = is_file($this->errorFile) ? (string) file_get_contents($this->errorFile) : '';
+                throw new \PHPUnit\Framework\AssertionFailedError(sprintf("Forked child %d still ran after %.0f s: killed (threads: %s)%s", $this->pid, $timeout, $threads, '' !== $error ? "\nIt had failed with: $error" : ''));
             }
             usleep(1000);
         }
