@@ -11,9 +11,10 @@
 # PHP runs with USE_ZEND_ALLOC=0 (every emalloc is a real malloc valgrind can see) and ZEND_DONT_UNLOAD_MODULES=1
 # (the .so stays mapped at exit, so leak stacks keep their symbols). scripts/valgrind.supp hides PHP/libc noise.
 #
-# Verdict: valgrind exits 99 on any unsuppressed error. The script then reads the log and FAILS (exit 1) when an
-# error record (invalid read/write, use of uninitialised value, invalid free, definite leak...) names the
-# extension anywhere in its stacks (the access, the "freed at" and "allocated at" stacks included). Records that
+# Verdict: valgrind exits 99 on any unsuppressed memory error (leaks do not count there). The script then reads the
+# log and FAILS (exit 1) when an error record (invalid read/write, use of uninitialised value, invalid free, definite
+# leak...) names the extension anywhere in its stacks (the access, the "freed at" and "allocated at" stacks
+# included). Records that
 # never mention the extension are PHP/libc noise: listed, counted, they do not fail the run. A PHPUnit failure
 # fails the run too (exit 2): a test that only fails under valgrind is a finding as well.
 # The PHPUnit process and its pcntl_fork() children are traced; php processes that tests spawn with proc_open run
@@ -30,7 +31,7 @@ SO=$(realpath "$SO") || { echo "valgrind-suite: no extension at ${DEADBOLT_SO:-t
 command -v valgrind >/dev/null || { echo "valgrind-suite: valgrind is not installed" >&2; exit 1; }
 
 if [ "${SOAK:-0}" = "1" ]; then
-  TESTS=(tests)
+  TESTS=(--testsuite=deadbolt)   # the configuration's suite: tests/, less what it excludes
 elif [ $# -gt 0 ]; then
   TESTS=("$@")
 else
@@ -62,7 +63,9 @@ phpunit_failed=0
 valgrind_rc=0
 for t in "${TESTS[@]}"; do
   echo "== $t"
-  valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+  # Leaks are judged from the log (below), not by the exit code: a pcntl_fork() child exits with PHPUnit's whole
+  # object graph alive, and PHP leaves some of it definitely lost; an exit code 99 for that would fail its test.
+  valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=none \
     --show-leak-kinds=definite --num-callers=40 --track-origins=no \
     --suppressions="$ROOT/scripts/valgrind.supp" --log-file="$LOG.part.%p" \
     "$PHP_BIN" -d extension="$SO" -d memory_limit=-1 \
