@@ -295,7 +295,6 @@ impl NativeTransport {
         self.slot.get_or_init(|| slot_for(&self.slot_name))
     }
 
-    /// Runs `call` on this process's connection, opening it first when needed.
     /// Runs `call` on this process's connection, opening it first when needed, with a socket
     /// read timeout of `wait` (capped by the deadline).
     fn with_connection<T>(
