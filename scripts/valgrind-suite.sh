@@ -14,9 +14,8 @@
 # Verdict: valgrind exits 99 on any unsuppressed memory error (leaks do not count there). The script then reads the
 # log and FAILS (exit 1) when an error record (invalid read/write, use of uninitialised value, invalid free, definite
 # leak...) names the extension anywhere in its stacks (the access, the "freed at" and "allocated at" stacks
-# included). Records that
-# never mention the extension are PHP/libc noise: listed, counted, they do not fail the run. A PHPUnit failure
-# fails the run too (exit 2): a test that only fails under valgrind is a finding as well.
+# included). Records that never mention the extension are PHP/libc noise: listed, counted, they do not fail the run.
+# A PHPUnit failure fails the run too (exit 2): a test that only fails under valgrind is a finding as well.
 # The PHPUnit process and its pcntl_fork() children are traced; php processes that tests spawn with proc_open run
 # natively (tests/Fuzz runs its calls in such children: point this script at tests/Fuzz with a wrapper if needed).
 set -uo pipefail

@@ -87,7 +87,7 @@ final class ForkedChild
     public function wait(float $timeout = 60.0): void
     {
         $status = $this->reap($timeout);
-        $error = is_file($this->errorFile) ? (string) file_get_contents($this->errorFile) : '';
+        $error = $this->recordedError();
         @unlink($this->errorFile);
         if (!pcntl_wifexited($status) || 0 !== pcntl_wexitstatus($status)) {
             throw new \PHPUnit\Framework\AssertionFailedError(sprintf(
@@ -133,11 +133,17 @@ final class ForkedChild
                 posix_kill($this->pid, SIGKILL);
                 pcntl_waitpid($this->pid, $status);
                 $this->status = $status;
-                $error = is_file($this->errorFile) ? (string) file_get_contents($this->errorFile) : '';
+                $error = $this->recordedError();
                 throw new \PHPUnit\Framework\AssertionFailedError(sprintf("Forked child %d still ran after %.0f s: killed (threads: %s)%s", $this->pid, $timeout, $threads, '' !== $error ? "\nIt had failed with: $error" : ''));
             }
             usleep(1000);
         }
+    }
+
+    /** The error the child handed over before it exited (or was killed), if any. */
+    private function recordedError(): string
+    {
+        return is_file($this->errorFile) ? (string) file_get_contents($this->errorFile) : '';
     }
 
     /**
