@@ -12,7 +12,12 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+// std's, not parking_lot's: parking_lot parks a waiting thread in a process-wide table. A fork()
+// while this thread waits leaves the child that table with the parent's thread in it, pointing
+// into the thread's TLS, which glibc frees when the child starts a thread on the cached stack; the
+// child's next wait or notify on that table then reads and writes freed memory (seen under
+// valgrind). std's futex-based Mutex and Condvar keep their whole state in their own words.
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::lifetime::Expiry;
 use crate::metrics::{self, Counter};
@@ -143,6 +148,15 @@ struct Registry {
 
 static REGISTRY: PerProcess<Registry> = PerProcess::new();
 
+/// The registry's entries (a panic elsewhere while holding them leaves them usable: every change
+/// to them is one push or one retain).
+fn lock(registry: &Registry) -> MutexGuard<'_, Vec<Entry>> {
+    registry
+        .entries
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
 /// This process's registry.
 fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Registry::default)
@@ -169,7 +183,7 @@ pub fn register(
         Ordering::Release,
     );
     state.extended(now, ttl.duration());
-    registry.entries.lock().push(Entry {
+    lock(registry).push(Entry {
         extender,
         resource,
         token,
@@ -198,7 +212,7 @@ fn start(registry: &'static Registry) -> Result<(), String> {
 }
 
 fn run(registry: &'static Registry) {
-    let mut entries = registry.entries.lock();
+    let mut entries = lock(registry);
     loop {
         let now = Instant::now();
         entries.retain(|e| {
@@ -216,12 +230,20 @@ fn run(registry: &'static Registry) {
             .filter(|i| entries[*i].due <= now)
             .collect();
         if due.is_empty() {
-            match entries.iter().map(|e| e.due).min() {
+            entries = match entries.iter().map(|e| e.due).min() {
                 Some(next) => {
-                    registry.wake.wait_until(&mut entries, next);
+                    let timeout = next.saturating_duration_since(Instant::now());
+                    registry
+                        .wake
+                        .wait_timeout(entries, timeout)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
                 }
-                None => registry.wake.wait(&mut entries),
-            }
+                None => registry
+                    .wake
+                    .wait(entries)
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
             continue;
         }
         // The network calls run without the registry lock, so PHP can register meanwhile.
@@ -238,15 +260,16 @@ fn run(registry: &'static Registry) {
                 })
             })
             .collect();
-        let results = parking_lot::MutexGuard::unlocked(&mut entries, || {
-            jobs.into_iter()
-                .map(|job| {
-                    let started = Instant::now();
-                    let outcome = job.extender.extend(&job.resource, &job.token, job.ttl);
-                    (job.index, started, job.ttl.duration(), outcome)
-                })
-                .collect::<Vec<_>>()
-        });
+        drop(entries);
+        let results = jobs
+            .into_iter()
+            .map(|job| {
+                let started = Instant::now();
+                let outcome = job.extender.extend(&job.resource, &job.token, job.ttl);
+                (job.index, started, job.ttl.duration(), outcome)
+            })
+            .collect::<Vec<_>>();
+        entries = lock(registry);
         for (i, started, sent_ttl, result) in results {
             let Some(entry) = entries.get_mut(i) else {
                 continue;
