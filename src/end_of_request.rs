@@ -8,9 +8,11 @@
 //! again, behind the shutdown functions the application registered after it (they may still use
 //! their locks), and that second run releases, once, every one of them that is still held. Nothing
 //! else can reach it: the class cannot be made from PHP, and an object that was not armed here does
-//! nothing.
+//! nothing. [`release_through_php`] is the one way such a lock is let go when it dies, here and in
+//! the Lock's destructor alike.
 
 use std::cell::{Cell, RefCell};
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
 use deadbolt_core::Lock;
@@ -18,10 +20,10 @@ use ext_php_rs::convert::IntoZval;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::ZendClassObject;
+use ext_php_rs::zend::run_handler;
 
-use crate::lock::release_through_php;
 use crate::php_call;
-use crate::zend_object::register_shutdown;
+use crate::zend_object::{register_shutdown, ParkedException};
 
 thread_local! {
     /// The engine locks of this request that may hold a lock on a lent connection, shared with
@@ -85,6 +87,22 @@ fn release_tracked() {
     for lock in tracked {
         release_through_php(&lock);
     }
+}
+
+/// Releases a dying lock whose store talks through a PHP client (from its destructor, or at the
+/// end of the request).
+/// Such a client may be called only inside a running frame (at shutdown there is none, and its
+/// exceptions would be fatal): then the lock is left to its TTL. An exception already in flight
+/// (the lock dies while it unwinds) is set aside for the call and put back untouched. A Lock whose
+/// own call is still running (it dies inside its logger) is left to that call.
+pub(crate) fn release_through_php(lock: &RefCell<Lock>) {
+    let Some(parked) = ParkedException::park() else {
+        return;
+    };
+    if let Ok(mut lock) = lock.try_borrow_mut() {
+        run_handler(AssertUnwindSafe(|| lock.release_on_death()));
+    }
+    drop(parked);
 }
 
 /// The shutdown callback (see the module's description).

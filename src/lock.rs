@@ -22,7 +22,7 @@ use crate::logger::{report_store_warning, take_store_warning, EventLog};
 use crate::php_call;
 use crate::php_param::{Bool, OptionalFloat};
 use crate::store_arg::engine_store_arg;
-use crate::zend_object::{hook_destructor, standard_destructor, ParkedException};
+use crate::zend_object::{hook_destructor, standard_destructor};
 
 #[php_class]
 #[php(name = "Deadbolt\\Lock")]
@@ -247,21 +247,6 @@ fn cannot_serialize() -> PhpException {
     bad_method_call_exception("Cannot serialize Deadbolt\\Lock.")
 }
 
-/// Releases a dying lock whose store talks through a PHP client (also from end_of_request.rs).
-/// Such a client may be called only inside a running frame (at shutdown there is none, and its
-/// exceptions would be fatal): then the lock is left to its TTL. An exception already in flight
-/// (the lock dies while it unwinds) is set aside for the call and put back untouched. A Lock whose
-/// own call is still running (it dies inside its logger) is left to that call.
-pub(crate) fn release_through_php(lock: &RefCell<Lock>) {
-    let Some(parked) = ParkedException::park() else {
-        return;
-    };
-    if let Ok(mut lock) = lock.try_borrow_mut() {
-        run_handler(AssertUnwindSafe(|| lock.release_on_death()));
-    }
-    drop(parked);
-}
-
 unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
     // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
     let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
@@ -272,7 +257,7 @@ unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
             .try_borrow()
             .is_ok_and(|lock| matches!(lock.store_ref(), StoreRef::Lent(_)));
         if lent {
-            release_through_php(&inner);
+            end_of_request::release_through_php(&inner);
         } else if let Ok(mut lock) = inner.try_borrow_mut() {
             run_handler(AssertUnwindSafe(|| lock.release_on_death()));
         }
