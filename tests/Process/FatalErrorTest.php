@@ -188,30 +188,4 @@ final class FatalErrorTest extends DeadboltTestCase
         $this->assertStringStartsWith('a Successfully acquired', $lines[0]);
         $this->assertStringStartsWith('b ', end($lines), 'the new logger takes over');
     }
-
-    /**
-     * Runs the child under valgrind where it is installed (invalid reads are then errors: exit 99), else plainly.
-     *
-     * @param array<string, mixed> $vars
-     *
-     * @return array{exit: int, stdout: string, stderr: string}
-     */
-    private function runChecked(string $code, array $vars = []): array
-    {
-        $valgrind = trim((string) shell_exec('command -v valgrind'));
-        if ('' === $valgrind || false !== getenv('USE_ZEND_ALLOC')) {
-            return PhpProcess::run($code, $vars, timeout: 60.0);
-        }
-        $command = array_merge([$valgrind, '-q', '--error-exitcode=99', '--leak-check=no'], deadbolt_php_command());
-        putenv('USE_ZEND_ALLOC=0');
-        try {
-            $result = PhpProcess::run($code, $vars, timeout: 120.0, command: $command);
-        } finally {
-            putenv('USE_ZEND_ALLOC');
-        }
-        $this->assertStringNotContainsString('Invalid read', $result['stderr']);
-        $this->assertStringNotContainsString('Invalid write', $result['stderr']);
-
-        return $result;
-    }
 }

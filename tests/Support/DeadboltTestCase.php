@@ -70,6 +70,33 @@ abstract class DeadboltTestCase extends TestCase
     }
 
     /**
+     * Runs a child PHP under valgrind where it is installed (an invalid read or write is then an error: exit 99 and
+     * a failed assertion), else plainly. For tests whose bug shows as a memory error before it shows as a crash.
+     *
+     * @param array<string, mixed> $vars
+     *
+     * @return array{exit: int, stdout: string, stderr: string}
+     */
+    protected function runChecked(string $code, array $vars = [], float $timeout = 60.0): array
+    {
+        $valgrind = trim((string) shell_exec('command -v valgrind'));
+        if ('' === $valgrind || false !== getenv('USE_ZEND_ALLOC')) {
+            return PhpProcess::run($code, $vars, timeout: $timeout);
+        }
+        $command = array_merge([$valgrind, '-q', '--error-exitcode=99', '--leak-check=no'], deadbolt_php_command());
+        putenv('USE_ZEND_ALLOC=0');
+        try {
+            $result = PhpProcess::run($code, $vars, timeout: 2 * $timeout, command: $command);
+        } finally {
+            putenv('USE_ZEND_ALLOC');
+        }
+        $this->assertStringNotContainsString('Invalid read', $result['stderr']);
+        $this->assertStringNotContainsString('Invalid write', $result['stderr']);
+
+        return $result;
+    }
+
+    /**
      * Waits until a process sleeps in the kernel (for instance in flock(2)), so that the next step really happens
      * while it waits. Best effort with a bound: returns false if that did not show within the bound, and the
      * caller goes on anyway; correctness never depends on it.
