@@ -1,9 +1,21 @@
 //! Owner tokens. Same format as symfony/lock's (base64 of 32 random bytes, 44 characters), so a
 //! Deadbolt token is indistinguishable from a Symfony one in shared stores.
+//!
+//! Tokens come from a ChaCha12 generator (rand's `StdRng`, a CSPRNG) seeded once per process from
+//! the operating system: no `getrandom(2)` per lock. It is per-process state ([`PerProcess`]): a
+//! forked child seeds its own, so parent and child never draw the same stream.
+
+use std::sync::{Mutex, PoisonError};
 
 use base64::Engine as _;
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
 
+use crate::process::PerProcess;
 use crate::{Error, Result};
+
+/// This process's token generator, seeded on first use (`None` until then).
+static GENERATOR: PerProcess<Mutex<Option<StdRng>>> = PerProcess::new();
 
 /// Longest token accepted from outside.
 const MAX_IMPORTED_LEN: usize = 1024;
@@ -13,15 +25,21 @@ const MAX_IMPORTED_LEN: usize = 1024;
 pub struct Token(String);
 
 impl Token {
-    /// Draws a fresh token from the operating system's random source.
+    /// Draws a fresh token from this process's generator.
     ///
     /// # Errors
-    /// [`Error::Storage`] when the OS has no randomness to give (never seen in practice).
+    /// [`Error::Storage`] when the OS has no randomness to seed it with (never seen in practice).
     pub fn generate() -> Result<Self> {
         let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| {
-            Error::storage("No random bytes available for a lock token", e.to_string())
-        })?;
+        let mut generator = GENERATOR
+            .get_or_init(|| Mutex::new(None))
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let generator = match &mut *generator {
+            Some(generator) => generator,
+            empty => empty.insert(StdRng::from_seed(os_seed()?)),
+        };
+        generator.fill_bytes(&mut bytes);
         // 44 characters with padding: it can never equal Symfony's reserved `__write__` member.
         Ok(Token(
             base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -48,6 +66,14 @@ impl Token {
     }
 }
 
+/// 32 bytes from the operating system, to seed a generator with.
+fn os_seed() -> Result<[u8; 32]> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed)
+        .map_err(|e| Error::storage("No random bytes available for a lock token", e.to_string()))?;
+    Ok(seed)
+}
+
 impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Token(<redacted>)")
@@ -65,6 +91,50 @@ mod tests {
         assert_eq!(a.as_str().len(), 44);
         assert_ne!(a, b);
         assert_ne!(a.as_str(), "__write__");
+    }
+
+    /// Runs in a forked child of the test process, which has one thread (other tests draw tokens
+    /// in parallel here): it draws a token, forks, and both write the next token they draw.
+    #[test]
+    fn a_forked_child_draws_other_tokens_than_its_parent() {
+        let mut pipe = [0; 2];
+        let mut drawn = [0u8; 88];
+        // SAFETY: pipes and forks whose children only draw tokens, write them and exit.
+        unsafe {
+            assert_eq!(libc::pipe(pipe.as_mut_ptr()), 0);
+            let parent = libc::fork();
+            assert!(parent >= 0);
+            if parent == 0 {
+                Token::generate().unwrap();
+                let child = libc::fork();
+                let token = Token::generate().unwrap();
+                if child == 0 {
+                    libc::write(pipe[1], token.as_str().as_ptr().cast(), 44);
+                    libc::_exit(0);
+                }
+                libc::waitpid(child, std::ptr::null_mut(), 0);
+                libc::write(pipe[1], token.as_str().as_ptr().cast(), 44);
+                libc::_exit(0);
+            }
+            libc::close(pipe[1]);
+            let mut read = 0;
+            while read < drawn.len() {
+                let n = libc::read(
+                    pipe[0],
+                    drawn[read..].as_mut_ptr().cast(),
+                    drawn.len() - read,
+                );
+                assert!(n > 0, "the forked processes wrote {read} bytes");
+                read += n as usize;
+            }
+            libc::waitpid(parent, std::ptr::null_mut(), 0);
+            libc::close(pipe[0]);
+        }
+        assert_ne!(
+            drawn[..44],
+            drawn[44..],
+            "the child continued its parent's stream"
+        );
     }
 
     #[test]
