@@ -1,8 +1,11 @@
 //! Locks on files with flock(2), in symfony/lock's layout (`flock_path`), so a Deadbolt process and
 //! a symfony/lock process exclude each other on the same host.
 //!
-//! Each key opens its own file description: two keys in one process exclude each other, and the
-//! lock lives exactly as long as the key's handle. Locks held this way never expire.
+//! Each key holds its own file description: two keys in one process exclude each other, and the
+//! lock lives exactly as long as the key's handle. Locks held this way never expire. A released
+//! file stays open for the next cycle on the same resource (`flock_files`), and every lock taken is
+//! checked to be on the file that is at the path now, so a removed or replaced lock file never
+//! gives two holders.
 //!
 //! Fencing tokens live in the lock file itself (a decimal counter, read and bumped under the
 //! exclusive lock), drawn when a holder first asks for one: holders that never ask pay nothing.
@@ -12,11 +15,13 @@ use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fs4::{FileExt, TryLockError};
 
+use crate::process::{epoch, Epoch};
+use crate::store::flock_files::{self, FileId, LockFile};
 use crate::store::flock_path::push_lock_file_name;
 use crate::store::{poll, BlockingStore, Capabilities, FencingStore, Mode, Store, WaitReport};
 use crate::{Error, Key, Result, Ttl};
@@ -28,15 +33,49 @@ const WAIT_BACKOFF_START: Duration = Duration::from_millis(1);
 const WAIT_BACKOFF_MAX: Duration = Duration::from_millis(25);
 /// Longest fencing counter read back from a lock file (a u64 in decimal).
 const FENCE_DIGITS: u64 = 20;
+/// Locks taken in a row on a file that was no longer the one at its path (someone removes or
+/// replaces lock files as fast as we open them) before the attempt fails.
+const REPLACED_ATTEMPTS: usize = 8;
 
-/// A key's open lock file, kept in the key as the store's state (as symfony/lock keeps its
-/// handle). Dropping it closes the descriptor, which frees the lock when no other descriptor of
-/// the same file description is left; a forked child drops its copy on adoption (`Key`), which
-/// leaves the parent's lock in place.
+/// A key's open, locked lock file, kept in the key as the store's state (as symfony/lock keeps its
+/// handle). Dropping it in the process that locked it unlocks and closes the file: the lock is
+/// freed even while a forked child still has a copy of the descriptor. A child drops its copy on
+/// adoption (`Key`) without unlocking, which leaves the parent's lock in place.
 #[derive(Debug)]
 struct FlockHold {
-    file: File,
+    /// Always `Some` until the hold is taken apart.
+    lock_file: Option<LockFile>,
     mode: Mode,
+    epoch: Epoch,
+}
+
+impl FlockHold {
+    fn new(lock_file: LockFile, mode: Mode) -> Self {
+        FlockHold {
+            lock_file: Some(lock_file),
+            mode,
+            epoch: epoch(),
+        }
+    }
+
+    fn file(&mut self) -> Option<&mut File> {
+        self.lock_file.as_mut().map(|l| &mut l.file)
+    }
+
+    /// The file, still locked, for the caller to unlock or lock anew.
+    fn into_lock_file(mut self) -> Option<LockFile> {
+        self.lock_file.take()
+    }
+}
+
+impl Drop for FlockHold {
+    fn drop(&mut self) {
+        if let Some(lock_file) = self.lock_file.take() {
+            if self.epoch == epoch() {
+                let _ = FileExt::unlock(&lock_file.file);
+            }
+        }
+    }
 }
 
 /// flock(2)-based store for one host.
@@ -89,26 +128,75 @@ impl FlockStore {
     }
 
     fn lock(&self, key: &mut Key, mode: Mode, blocking: bool) -> Result<()> {
-        let file = match key.take_state::<FlockHold>() {
+        match key.take_state::<FlockHold>() {
             // Already held in the wanted mode: nothing to do.
             Some(hold) if hold.mode == mode => {
                 key.set_state(hold);
-                return Ok(());
+                Ok(())
             }
             // Promotion or demotion on the same descriptor. On Linux the conversion is not atomic:
             // when it fails, the old lock is already gone, so the key holds nothing afterwards.
-            Some(hold) => hold.file,
-            None => self.open(key)?,
-        };
-        match flock(&file, mode, blocking) {
-            Ok(()) => {
-                key.set_state(FlockHold { file, mode });
-                Ok(())
+            Some(hold) => {
+                let Some(lock_file) = hold.into_lock_file() else {
+                    return self.lock_path(key, mode, blocking);
+                };
+                match flock(&lock_file.file, mode, blocking) {
+                    Ok(()) => {
+                        key.set_state(FlockHold::new(lock_file, mode));
+                        Ok(())
+                    }
+                    Err(e) => Err(self.lock_error(key, e)),
+                }
             }
-            Err(TryLockError::WouldBlock) => {
-                Err(Error::conflict(key.display_resource(), &self.name))
+            None => self.lock_path(key, mode, blocking),
+        }
+    }
+
+    /// Locks the key's lock file, on the idle descriptor this process kept for it if there is one.
+    /// The lock counts only when the file locked is still the one at the path: a lock on a file
+    /// that was removed (a temp cleaner) or replaced excludes nobody, so it is dropped and the
+    /// file at the path opened and locked instead.
+    fn lock_path(&self, key: &mut Key, mode: Mode, blocking: bool) -> Result<()> {
+        let path = self.path_for(key);
+        let mut kept = flock_files::take(&path);
+        for _ in 0..REPLACED_ATTEMPTS {
+            let lock_file = match kept.take() {
+                Some(lock_file) => lock_file,
+                None => self.open(&path, key)?,
+            };
+            match flock(&lock_file.file, mode, blocking) {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    flock_files::keep(path, lock_file);
+                    return Err(Error::conflict(key.display_resource(), &self.name));
+                }
+                Err(e) => return Err(self.lock_error(key, e)),
             }
-            Err(TryLockError::Error(e)) => Err(self.io_error("lock", key, e)),
+            match FileId::at(&path) {
+                Ok(Some(id)) if id == lock_file.id => {
+                    key.set_state(FlockHold::new(lock_file, mode));
+                    return Ok(());
+                }
+                Ok(_) => drop(FlockHold::new(lock_file, mode)),
+                Err(e) => {
+                    drop(FlockHold::new(lock_file, mode));
+                    return Err(self.io_error("check", key, e));
+                }
+            }
+        }
+        Err(self.io_error(
+            "keep",
+            key,
+            io::Error::other(format!(
+                "it was removed or replaced {REPLACED_ATTEMPTS} times in a row while being locked"
+            )),
+        ))
+    }
+
+    fn lock_error(&self, key: &Key, e: TryLockError) -> Error {
+        match e {
+            TryLockError::WouldBlock => Error::conflict(key.display_resource(), &self.name),
+            TryLockError::Error(e) => self.io_error("lock", key, e),
         }
     }
 
@@ -133,13 +221,18 @@ impl FlockStore {
         poll(deadline, report, backoff, || self.lock(key, mode, false))
     }
 
-    /// Opens (creating with mode 0666 when missing) the key's lock file.
-    fn open(&self, key: &Key) -> Result<File> {
-        let path = self.path_for(key);
-        let read_write = || OpenOptions::new().read(true).write(true).open(&path);
+    /// Opens (creating with mode 0666 when missing) the key's lock file at `path`.
+    fn open(&self, path: &Path, key: &Key) -> Result<LockFile> {
+        let file = self.open_file(path, key)?;
+        let id = FileId::of(&file).map_err(|e| self.io_error("open", key, e))?;
+        Ok(LockFile { file, id })
+    }
+
+    fn open_file(&self, path: &Path, key: &Key) -> Result<File> {
+        let read_write = || OpenOptions::new().read(true).write(true).open(path);
         // flock works on a read-only descriptor too: used when another user made the file and
         // did not give us write access.
-        let read_only = || File::open(&path);
+        let read_only = || File::open(path);
         match read_write() {
             Ok(file) => return Ok(file),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
@@ -154,11 +247,11 @@ impl FlockStore {
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&path)
+            .open(path)
         {
             Ok(file) => {
                 // Explicit chmod: the umask would otherwise keep other users out.
-                fs::set_permissions(&path, fs::Permissions::from_mode(LOCK_FILE_MODE))
+                fs::set_permissions(path, fs::Permissions::from_mode(LOCK_FILE_MODE))
                     .map_err(|e| self.io_error("chmod", key, e))?;
                 Ok(file)
             }
@@ -174,7 +267,10 @@ impl FlockStore {
     /// first request (under the exclusive lock, so holders draw in the order they held it).
     fn draw_fence(&self, key: &mut Key) -> Result<Option<u64>> {
         let next = match key.state_mut::<FlockHold>() {
-            Some(hold) if hold.mode == Mode::Exclusive => bump_counter(&mut hold.file),
+            Some(hold) if hold.mode == Mode::Exclusive => match hold.file() {
+                Some(file) => bump_counter(file),
+                None => return Ok(None),
+            },
             _ => return Ok(None),
         };
         next.map(Some)
@@ -262,10 +358,15 @@ impl Store for FlockStore {
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
-        match key.take_state::<FlockHold>() {
-            Some(hold) => FileExt::unlock(&hold.file).map_err(|e| self.io_error("unlock", key, e)),
-            None => Ok(()),
-        }
+        let Some(lock_file) = key
+            .take_state::<FlockHold>()
+            .and_then(FlockHold::into_lock_file)
+        else {
+            return Ok(());
+        };
+        FileExt::unlock(&lock_file.file).map_err(|e| self.io_error("unlock", key, e))?;
+        flock_files::keep(self.path_for(key), lock_file);
+        Ok(())
     }
 
     fn exists(&self, key: &Key) -> Result<bool> {

@@ -3,6 +3,7 @@
 //! than by polling, expiring locks, fencing tokens). Nothing here knows about PHP.
 
 pub mod flock;
+mod flock_files;
 pub mod flock_path;
 pub mod memory;
 pub mod redis;
