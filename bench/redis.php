@@ -17,6 +17,8 @@
  *   (e) Deadbolt RedisStore by DSN (redis://127.0.0.1:PORT, native connection), the same three calls
  *   (f) Deadbolt RedisStore over the same \Redis object as (a), (b), (c)
  *   (g) Deadbolt RedisStore over the same Predis client as (d)
+ *   (u) Deadbolt RedisStore by unix socket DSN (redis:///path/to/redis.sock), the same three calls as (e)
+ *   (v) (a) over the server's unix socket, the floor to read (u) against; (w) (r) over the unix socket
  *   (s) reference, not a lock library: the smallest pair of Lua scripts (EVALSHA) that keeps symfony/lock's data model
  *   (r) not a lock: one phpredis PING, a bare round trip to read the rows against
  *
@@ -94,8 +96,14 @@ try {
 $keys = new RunKeys(bin2hex(random_bytes(6)));
 $keys->deleteAtExit($meter, $cli->script);
 
+// The server's unix socket, when it has one this process can reach (scripts/redis-start.sh gives it one).
+$socket = $meter->call('CONFIG', 'GET', 'unixsocket')[1] ?? '';
+$socket = is_string($socket) && $socket !== '' && file_exists($socket) ? $socket : null;
 ['labels' => $labels, 'variants' => $variants, 'libraries' => $libraries, 'notes' => $notes]
-    = redisCycleVariants($port, $keys, $nameCount);
+    = redisCycleVariants($port, $socket, $keys, $nameCount);
+if ($socket === null) {
+    $notes[] = 'The server listens on no unix socket this process can reach: (u), (v) and (w) are missing.';
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Warm-up, timed rounds, then the counting passes

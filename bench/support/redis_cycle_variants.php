@@ -16,7 +16,7 @@ require_once __DIR__ . '/run_keys.php';
  * @return array{labels: array<string, string>, variants: array<string, Closure(int): int>, libraries: list<string>,
  *   notes: list<string>} labels and variants by letter, in table order; the client libraries found; what is missing
  */
-function redisCycleVariants(int $port, RunKeys $keys, int $nameCount): array
+function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $nameCount): array
 {
     /** @return list<string> the resource names (= Redis keys) of one variant */
     $namesFor = static function (string $letter) use ($keys, $nameCount): array {
@@ -151,6 +151,13 @@ function redisCycleVariants(int $port, RunKeys $keys, int $nameCount): array
             $labels['g'] = '(g) Deadbolt + Predis';
             $variants['g'] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($predis)), 'g');
         }
+        if ($socket !== null) {
+            $labels['u'] = '(u) Deadbolt by unix socket';
+            $variants['u'] = $factoryCycle(
+                new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore('redis://' . $socket)),
+                'u',
+            );
+        }
     }
 
     // Reference, through phpredis: the smallest pair of scripts that can keep symfony/lock's data model
@@ -188,6 +195,34 @@ function redisCycleVariants(int $port, RunKeys $keys, int $nameCount): array
         $variants['r'] = static function (int $n) use ($phpredis): int {
             for ($i = 0; $i < $n; ++$i) {
                 $phpredis->ping();
+            }
+
+            return 0;
+        };
+    }
+    // The same floor and round trip over the server's unix socket, to read (u) against.
+    if ($phpredis !== null && $socket !== null) {
+        $overSocket = new Redis();
+        $overSocket->connect($socket);
+        $names = $namesFor('v');
+        $labels['v'] = '(v) SET NX+DEL, unix socket';
+        $variants['v'] = static function (int $n) use ($overSocket, $names, $nameCount): int {
+            $failed = 0;
+            for ($i = 0; $i < $n; ++$i) {
+                $key = $names[$i % $nameCount];
+                if ($overSocket->set($key, bin2hex(random_bytes(16)), ['NX', 'PX' => 30000]) === true) {
+                    $overSocket->del($key);
+                } else {
+                    ++$failed;
+                }
+            }
+
+            return $failed;
+        };
+        $labels['w'] = '(w) PING, unix socket';
+        $variants['w'] = static function (int $n) use ($overSocket): int {
+            for ($i = 0; $i < $n; ++$i) {
+                $overSocket->ping();
             }
 
             return 0;
