@@ -14,6 +14,7 @@
  *                        acquire(true) retries every 90-110 ms
  *   Deadbolt Redis       Deadbolt\LockFactory + Deadbolt\Store\RedisStore('redis://127.0.0.1:PORT'); a release
  *                        hands the lock over to the longest waiter, whose BLPOP returns holding it
+ *   Deadbolt deferred    Deadbolt Redis with ?release=deferred: release() does not wait for its reply
  *   Deadbolt flock       Deadbolt\LockFactory + Deadbolt\Store\FlockStore: flock(2) itself blocks (one host only)
  *
  * One run (support/contention_run.php) = P processes forked together (support/worker_pool.php), each connects and
@@ -58,6 +59,7 @@ const TARGET_P = 8;
 const SYMFONY = 'symfony/lock Redis';
 const DEADBOLT_REDIS = 'Deadbolt Redis';
 const DEADBOLT_FLOCK = 'Deadbolt flock';
+const DEADBOLT_DEFERRED = 'Deadbolt deferred';
 
 $cli = new Cli('bench/contention.php', 'usage: php bench/contention.php [--port=PORT] [--procs=1,4,8,16]'
     . ' [--sections=1000] [--symfony-sections=1000] [--symfony-seconds=5] [--think=0] [--png=PATH | --no-png]');
@@ -132,6 +134,15 @@ if ($port === null) {
         $variants[DEADBOLT_REDIS] = [
             'factory' => static fn (): object => new Deadbolt\LockFactory(
                 new Deadbolt\Store\RedisStore(sprintf('redis://%s:%d', REDIS_HOST, $port)),
+            ),
+            'sections' => $sections,
+            'seconds' => null,
+            'redis' => true,
+            'metered' => true,
+        ];
+        $variants[DEADBOLT_DEFERRED] = [
+            'factory' => static fn (): object => new Deadbolt\LockFactory(
+                new Deadbolt\Store\RedisStore(sprintf('redis://%s:%d?release=deferred', REDIS_HOST, $port)),
             ),
             'sections' => $sections,
             'seconds' => null,

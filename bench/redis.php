@@ -17,7 +17,9 @@
  *   (e) Deadbolt RedisStore by DSN (redis://127.0.0.1:PORT, native connection), the same three calls
  *   (f) Deadbolt RedisStore over the same \Redis object as (a), (b), (c)
  *   (g) Deadbolt RedisStore over the same Predis client as (d)
+ *   (h) (e) with release=deferred: release() sends its script and reads the reply before the next command
  *   (u) Deadbolt RedisStore by unix socket DSN (redis:///path/to/redis.sock), the same three calls as (e)
+ *   (x) (u) with release=deferred
  *   (v) (a) over the server's unix socket, the floor to read (u) against; (w) (r) over the unix socket
  *   (s) reference, not a lock library: the smallest pair of Lua scripts (EVALSHA) that keeps symfony/lock's data model
  *   (r) not a lock: one phpredis PING, a bare round trip to read the rows against
@@ -102,7 +104,7 @@ $socket = is_string($socket) && $socket !== '' && file_exists($socket) ? $socket
 ['labels' => $labels, 'variants' => $variants, 'libraries' => $libraries, 'notes' => $notes]
     = redisCycleVariants($port, $socket, $keys, $nameCount);
 if ($socket === null) {
-    $notes[] = 'The server listens on no unix socket this process can reach: (u), (v) and (w) are missing.';
+    $notes[] = 'The server listens on no unix socket this process can reach: (u), (x), (v) and (w) are missing.';
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -181,7 +183,8 @@ PHP CPU: µs of CPU (user + system) this php process used per cycle, median roun
   for Redis: its execution time plus the loopback round trips (socket wake-ups, scheduling).
 Redis µs: µs per cycle Redis spent executing the commands sent (INFO commandstats usec; a script includes its calls).
 cmds: commands Redis executed per cycle (INFO commandstats over a pass of $cycles cycles; the commands a script
-  calls included). sent: commands the client sent per cycle = round trips (MONITOR over $monitorCycles cycles).
+  calls included). sent: commands the client sent per cycle = round trips (MONITOR over $monitorCycles cycles);
+  (h) and (x) do not wait for their release's reply, so one of their two is off the critical path.
 
 LEGEND;
 

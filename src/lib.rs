@@ -48,9 +48,12 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     0
 }
 
-/// RSHUTDOWN: PHP's objects still exist; references Deadbolt kept for the request go now.
+/// RSHUTDOWN: PHP's objects still exist; references Deadbolt kept for the request go now, and
+/// the replies of releases sent without waiting (`release=deferred`) are read, so each request
+/// ends with its releases confirmed (or counted as failed) and no reply left for the next one.
 extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     end_of_request::drop_tracked();
+    deadbolt_core::read_unread_replies();
     0
 }
 

@@ -5,10 +5,20 @@ use deadbolt_core::{Event, EventSink, Level, Store};
 use ext_php_rs::binary::Binary;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 
+use crate::error_map::exception_object;
 use crate::php_call::guarded;
 
-/// One recorded event. `with_error` marks the event whose context carries the exception the call
-/// ends with.
+/// Which exception an event's context carries.
+#[derive(Debug)]
+enum Exception {
+    None,
+    /// The one the call ends with.
+    TheCalls,
+    /// One of its own: an earlier call's failure, found out during this one.
+    Own(Zval),
+}
+
+/// One recorded event.
 #[derive(Debug)]
 pub struct Recorded {
     level: &'static str,
@@ -16,7 +26,7 @@ pub struct Recorded {
     /// The event's figures under their context names.
     figures: [(&'static str, Option<f64>); 4],
     count: Option<u64>,
-    with_error: bool,
+    exception: Exception,
 }
 
 /// Collects the events of one call.
@@ -52,7 +62,13 @@ impl EventSink for EventLog {
                 ("timeout", event.timeout),
             ],
             count: event.count,
-            with_error: event.error.is_some(),
+            exception: match event.error {
+                None => Exception::None,
+                Some(error) if event.earlier => {
+                    exception_object(error).map_or(Exception::None, Exception::Own)
+                }
+                Some(_) => Exception::TheCalls,
+            },
         });
     }
 }
@@ -72,8 +88,14 @@ impl EventLog {
             if let Some(count) = event.count {
                 let _ = context.insert("count", i64::try_from(count).unwrap_or(i64::MAX));
             }
-            if let (true, Some(exception)) = (event.with_error, exception) {
-                let _ = context.insert("exception", exception.shallow_clone());
+            match (&event.exception, exception) {
+                (Exception::TheCalls, Some(exception)) => {
+                    let _ = context.insert("exception", exception.shallow_clone());
+                }
+                (Exception::Own(own), _) => {
+                    let _ = context.insert("exception", own.shallow_clone());
+                }
+                _ => {}
             }
             let _ = guarded(|| {
                 logger.try_call_method("log", vec![&event.level, &event.message, &context])

@@ -258,7 +258,7 @@ impl Store for UserStore {
         Capabilities {
             blocking: None,
             expiring: Some(self),
-            fencing: None,
+            ..Capabilities::default()
         }
     }
 }

@@ -143,6 +143,11 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
         $dsn = sprintf('redis://%s:%d', REDIS_HOST, $port);
         $labels['e'] = '(e) Deadbolt by DSN';
         $variants['e'] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($dsn)), 'e');
+        $labels['h'] = '(h) Deadbolt, release=deferred';
+        $variants['h'] = $factoryCycle(
+            new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($dsn . '?release=deferred')),
+            'h',
+        );
         if ($phpredis !== null) {
             $labels['f'] = '(f) Deadbolt + phpredis';
             $variants['f'] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($phpredis)), 'f');
@@ -156,6 +161,11 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
             $variants['u'] = $factoryCycle(
                 new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore('redis://' . $socket)),
                 'u',
+            );
+            $labels['x'] = '(x) unix socket, deferred';
+            $variants['x'] = $factoryCycle(
+                new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore('redis://' . $socket . '?release=deferred')),
+                'x',
             );
         }
     }

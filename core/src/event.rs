@@ -43,6 +43,9 @@ pub struct Event<'a> {
     /// How often it happened (the background refresher's outcomes since the last call).
     pub count: Option<u64>,
     pub error: Option<&'a Error>,
+    /// The error is an earlier call's, found out only now (a deferred release's reply): the
+    /// call that reports it does not end with it.
+    pub earlier: bool,
 }
 
 impl<'a> Event<'a> {
@@ -56,11 +59,19 @@ impl<'a> Event<'a> {
             timeout: None,
             count: None,
             error: None,
+            earlier: false,
         }
     }
 
     pub(crate) fn with_error(mut self, error: &'a Error) -> Self {
         self.error = Some(error);
+        self
+    }
+
+    /// The error of an earlier call, reported now.
+    pub(crate) fn with_earlier_error(mut self, error: &'a Error) -> Self {
+        self.error = Some(error);
+        self.earlier = true;
         self
     }
 

@@ -42,12 +42,13 @@ pub use metrics::{
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memory::InMemoryStore;
+pub use store::redis::connections::read_unread_replies;
 pub use store::redis::native::NativeTransport;
 pub use store::redis::scripts::LockScript;
 pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 pub use store::redis::{protocol::Signal, RedisStore};
 pub use store::{
-    wait, BlockingStore, Capabilities, ExpiringStore, Extender, FencingStore, Mode, Store,
-    WaitReport,
+    wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender, FencingStore, Mode,
+    PendingRelease, Store, WaitReport,
 };
 pub use ttl::{shown as shown_secs, Ttl};

@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use crate::event::{messages, Event, EventSink, Level};
 use crate::refresher::Ticket;
+use crate::store::PendingRelease;
 use crate::{Error, Key, Result, Store, Ttl};
 
 /// A key shared between a lock and the PHP `Key` object it was made from.
@@ -89,6 +90,9 @@ pub struct Lock {
     lost: bool,
     /// The fencing token of the current exclusive hold, once drawn: one per hold.
     fence: Option<u64>,
+    /// The last release, when it was sent without waiting for its reply (`release=deferred`):
+    /// a failure is reported at this lock's next acquire, refresh or release.
+    pending_release: Option<PendingRelease>,
 }
 
 impl std::fmt::Debug for Lock {
@@ -116,6 +120,7 @@ impl Lock {
             ticket: None,
             lost: false,
             fence: None,
+            pending_release: None,
         }
     }
 
@@ -169,8 +174,42 @@ impl Lock {
         Ok(held)
     }
 
-    /// Passes on what the background refresher did since the last call (it cannot log itself).
-    fn report_background(&self, sink: &mut dyn EventSink) {
+    /// Passes on what happened out of sight since the last call (neither the refresher nor a
+    /// connection reading a deferred release's reply can log): the refresher's news, and a
+    /// deferred release that failed.
+    fn report_background(&mut self, sink: &mut dyn EventSink) {
+        if self
+            .pending_release
+            .as_ref()
+            .is_some_and(|p| p.outcome().is_none())
+        {
+            if let Some(deferring) = self.store().capabilities().deferring {
+                deferring.read_replies();
+            }
+        }
+        if let Some(outcome) = self
+            .pending_release
+            .as_ref()
+            .and_then(PendingRelease::outcome)
+        {
+            if let Err(why) = outcome {
+                let e = Error::Releasing {
+                    message: format!(
+                        "Failed to release the \"{}\" lock on {}.",
+                        self.key.lock().display_resource(),
+                        self.store().name()
+                    ),
+                    source: Box::new(Error::Storage {
+                        message: why.to_owned(),
+                        source: None,
+                    }),
+                };
+                sink.emit(
+                    Event::new(Level::Notice, messages::RELEASE_FAILED).with_earlier_error(&e),
+                );
+            }
+            self.pending_release = None;
+        }
         let Some(news) = self.ticket.as_ref().map(Ticket::take_news) else {
             return;
         };

@@ -1,5 +1,6 @@
 //! Release: by hand (errors reported), and when the lock object dies while held (silent).
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::Lock;
@@ -32,8 +33,16 @@ impl Lock {
             self.held_since = None;
             return Err(self.lost_error(&key));
         }
-        match self.store().delete(&mut key) {
-            Ok(()) => {
+        // A store that defers sends the release and leaves its reply for later; the lock is let
+        // go here as with any other store (its failure, if one comes, is reported later).
+        let store = Rc::clone(self.store());
+        let sent = match store.capabilities().deferring {
+            Some(deferring) => deferring.delete_deferred(&mut key).map(Some),
+            None => store.delete(&mut key).map(|()| None),
+        };
+        match sent {
+            Ok(pending) => {
+                self.pending_release = pending;
                 self.dirty = false;
                 let hold = self.held_since.map(|since| since.elapsed());
                 self.end_hold();

@@ -86,6 +86,46 @@ pub struct Capabilities<'a> {
     pub expiring: Option<&'a dyn ExpiringStore>,
     /// It draws fencing tokens.
     pub fencing: Option<&'a dyn FencingStore>,
+    /// It can release without waiting for the reply (a native Redis connection with
+    /// `release=deferred`).
+    pub deferring: Option<&'a dyn DeferringStore>,
+}
+
+/// A store that can send a release and read its reply later.
+pub trait DeferringStore {
+    /// Sends the release of `key` and returns at once; the returned handle learns the outcome
+    /// when the reply is read (before the connection's next command, at the end of the request,
+    /// or at exit).
+    ///
+    /// # Errors
+    /// Storage when the release could not even be sent (the key then still holds its lock).
+    fn delete_deferred(&self, key: &mut Key) -> Result<PendingRelease>;
+
+    /// Reads the replies still unread now (the lock that sent one is about to report it).
+    fn read_replies(&self);
+}
+
+/// The outcome of a release whose reply is read later: shared between the connection, which
+/// settles it once, and the lock, which reports a failure at its next call.
+#[derive(Debug, Clone, Default)]
+pub struct PendingRelease(Arc<std::sync::OnceLock<std::result::Result<(), String>>>);
+
+impl PendingRelease {
+    /// Records the outcome (the first one only; a reply is read once).
+    pub fn settle(&self, outcome: std::result::Result<(), String>) {
+        if outcome.is_err() {
+            crate::metrics::count(crate::metrics::Counter::StoreErrors, 1);
+        }
+        let _ = self.0.set(outcome);
+    }
+
+    /// `None` while the reply is unread; then `Ok` or the failure's message (which names the
+    /// endpoint, never a credential).
+    pub fn outcome(&self) -> Option<std::result::Result<(), &str>> {
+        self.0
+            .get()
+            .map(|outcome| outcome.as_ref().copied().map_err(String::as_str))
+    }
 }
 
 /// A store that can be woken, or can block, while it waits.

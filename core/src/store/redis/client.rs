@@ -59,7 +59,10 @@ pub(super) fn client_for(dsn: &Dsn) -> crate::Result<redis::Client> {
     let info: ConnectionInfo = addr
         .into_connection_info()
         .map_err(|e| invalid(e.to_string()))?
-        .set_redis_settings(redis_info);
+        .set_redis_settings(redis_info)
+        // No Nagle: a command written behind a release whose reply is unread
+        // (`release=deferred`) would otherwise wait for that reply's ACK, one round trip.
+        .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
     match &dsn.ca_file {
         None => redis::Client::open(info).map_err(|e| invalid(e.to_string())),
         Some(ca_file) => {

@@ -36,6 +36,9 @@ pub struct Dsn {
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
     pub ca_file: Option<PathBuf>,
+    /// `release=deferred`: a release is sent without waiting for its reply (`pending.rs`). Not
+    /// part of the connection identity: stores that differ only here share their connection.
+    pub deferred_release: bool,
 }
 
 impl Dsn {
@@ -74,6 +77,7 @@ impl Dsn {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
             ca_file: None,
+            deferred_release: false,
         };
         let mut db_in_query = None;
         for (name, value) in url.query_pairs() {
@@ -82,6 +86,18 @@ impl Dsn {
                 "read_timeout" => dsn.read_timeout = seconds(&name, &value)?,
                 "db" => db_in_query = Some(database(&value)?),
                 "ca_file" => dsn.ca_file = Some(PathBuf::from(value.as_ref())),
+                "release" => {
+                    dsn.deferred_release = match value.as_ref() {
+                        "sync" => false,
+                        "deferred" => true,
+                        other => {
+                            return Err(bad(format!(
+                                "release must be \"sync\" or \"deferred\", not \"{}\"",
+                                cut(other)
+                            )))
+                        }
+                    }
+                }
                 "password_env" => {
                     let secret = env(&value).ok_or_else(|| {
                         bad(format!(
@@ -257,6 +273,29 @@ mod tests {
         assert_eq!(dsn.password.as_deref(), Some("p@ss"));
         assert_eq!(dsn.connect_timeout, Duration::from_millis(500));
         assert_eq!(dsn.read_timeout, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn release_is_sync_unless_deferred_and_shares_the_connection() {
+        assert!(!parse("redis://localhost").unwrap().deferred_release);
+        assert!(
+            !parse("redis://localhost?release=sync")
+                .unwrap()
+                .deferred_release
+        );
+        let deferred = parse("redis://localhost?release=deferred").unwrap();
+        assert!(deferred.deferred_release);
+        assert_eq!(
+            deferred.connection_identity(),
+            parse("redis://localhost").unwrap().connection_identity()
+        );
+        let wrong = parse("redis://localhost?release=later")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("release must be \"sync\" or \"deferred\""),
+            "{wrong}"
+        );
     }
 
     #[test]

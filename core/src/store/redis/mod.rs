@@ -10,9 +10,11 @@
 //!   `dsn.rs`, through the redis-rs client of `client.rs`), the extension lends PHP's clients.
 
 mod client;
+pub mod connections;
 pub mod dsn;
 mod keys;
 pub mod native;
+mod pending;
 pub mod protocol;
 pub mod scripts;
 pub mod transport;
@@ -23,8 +25,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::store::{
-    expired_on_refresh, expired_on_save, Capabilities, ExpiringStore, Extender, FencingStore, Mode,
-    Store,
+    expired_on_refresh, expired_on_save, Capabilities, DeferringStore, ExpiringStore, Extender,
+    FencingStore, Mode, PendingRelease, Store,
 };
 use crate::{Error, Key, Result, Ttl};
 use native::NativeTransport;
@@ -260,7 +262,26 @@ impl<T: Transport> Store for RedisStore<T> {
             blocking: Some(self),
             expiring: Some(self),
             fencing: Some(self),
+            deferring: self.transport.defers_release().then_some(self),
         }
+    }
+}
+
+impl<T: Transport> DeferringStore for RedisStore<T> {
+    fn delete_deferred(&self, key: &mut Key) -> Result<PendingRelease> {
+        if key.drawn_token().is_none() {
+            let done = PendingRelease::default();
+            done.settle(Ok(()));
+            return Ok(done);
+        }
+        let [queue, waiters, handovers] = release_companions(key.resource());
+        self.call(key, &[&queue, &waiters, &handovers], &[], |keys, argv| {
+            self.transport.send(&DELETE, keys, argv)
+        })
+    }
+
+    fn read_replies(&self) {
+        self.transport.read_unread();
     }
 }
 

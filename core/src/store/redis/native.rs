@@ -1,77 +1,26 @@
 //! The native connection: one per process per connection identity (what the DSN resolves to:
-//! endpoint, credentials, database, TLS, timeouts), shared by every store on it and kept across
-//! lock factories and FPM requests while a store uses it; of those no store uses any more, the
-//! [`IDLE_KEPT`] most recent stay open for the next request and older ones are closed. Never
-//! across fork(): connections are [`PerProcess`] values, so a child that inherits one keeps its
-//! copy untouched (a TLS close would write to the parent's socket) and opens its own.
+//! endpoint, credentials, database, TLS, timeouts), shared by every store on it (the table of
+//! them is `connections.rs`). Never across fork(): connections are [`PerProcess`] values, so a
+//! child that inherits one keeps its copy untouched (a TLS close would write to the parent's
+//! socket) and opens its own.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use crate::process::PerProcess;
 use crate::store::redis::client::client_for;
+use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::{Dsn, Endpoint};
 use crate::store::redis::protocol::Signal;
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 use crate::store::redis::wording;
+use crate::store::PendingRelease;
 
 /// Eviction policies that may drop a live lock key.
 const EVICTING_POLICIES: [&str; 2] = ["allkeys-", "volatile-"];
-
-/// The connection of this process to one DSN.
-#[derive(Default)]
-struct Slot {
-    connection: Option<redis::Connection>,
-    /// The eviction-policy check runs once per process and DSN.
-    policy_checked: bool,
-    warning: Option<String>,
-}
-
-/// How many connections no store uses any more stay open (the most recently made ones), so that
-/// the next FPM request or the next factory finds its connection ready.
-pub const IDLE_KEPT: usize = 8;
-
-/// This process's slots by name (a connection identity, and a purpose), each with the order in
-/// which it was made.
-#[derive(Default)]
-struct Slots {
-    by_name: HashMap<String, (u64, Arc<Mutex<Slot>>)>,
-    made: u64,
-}
-
-static SLOTS: LazyLock<PerProcess<Mutex<Slots>>> = LazyLock::new(PerProcess::new);
-
-/// This process's slot named `name`, made on first use. Making one closes the oldest idle
-/// connections beyond [`IDLE_KEPT`] (idle: no transport holds the slot but this table).
-fn slot_for(name: &str) -> Arc<Mutex<Slot>> {
-    let mut slots = SLOTS.get_or_init(Mutex::default).lock();
-    if let Some((_, slot)) = slots.by_name.get(name) {
-        return Arc::clone(slot);
-    }
-    let mut idle: Vec<(u64, String)> = slots
-        .by_name
-        .iter()
-        .filter(|(_, (_, slot))| Arc::strong_count(slot) == 1)
-        .map(|(name, (made, _))| (*made, name.clone()))
-        .collect();
-    if idle.len() > IDLE_KEPT {
-        idle.sort_unstable();
-        for (_, name) in &idle[..idle.len() - IDLE_KEPT] {
-            slots.by_name.remove(name);
-        }
-    }
-    slots.made += 1;
-    let made = slots.made;
-    let slot = Arc::new(Mutex::new(Slot::default()));
-    slots
-        .by_name
-        .insert(name.to_owned(), (made, Arc::clone(&slot)));
-    slot
-}
 
 /// A transport on the process's native connection for one DSN.
 pub struct NativeTransport {
@@ -254,6 +203,36 @@ impl Transport for NativeTransport {
         self.slot().lock().warning.take()
     }
 
+    fn defers_release(&self) -> bool {
+        self.dsn.deferred_release
+    }
+
+    fn read_unread(&self) {
+        self.read_unread_in(&mut self.slot().lock());
+    }
+
+    fn send(
+        &self,
+        script: &'static LockScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<PendingRelease, RunError> {
+        let mut guard = self.slot().lock();
+        let slot = &mut *guard;
+        if let Some(connection) = slot.connection.as_mut() {
+            match slot.unread.send(connection, script, keys, args) {
+                Ok(pending) => return Ok(pending),
+                Err(e) => slot.drop_connection(&self.error(&e).to_string()),
+            }
+        }
+        // No connection to write to (a first command, or it just broke): run it now, on a new one.
+        drop(guard);
+        self.run(script, keys, args)?;
+        let pending = PendingRelease::default();
+        pending.settle(Ok(()));
+        Ok(pending)
+    }
+
     fn set_deadline(&self, deadline: Option<Instant>) {
         *self.deadline.lock() = deadline;
     }
@@ -290,6 +269,23 @@ impl NativeTransport {
         })
     }
 
+    /// Reads the replies of releases sent earlier on the slot's connection (they come before any
+    /// later command's), with the usual read timeout capped by the deadline. A connection that
+    /// breaks meanwhile is dropped; the caller then opens a new one.
+    fn read_unread_in(&self, slot: &mut Slot) {
+        let Some(connection) = slot.connection.as_mut() else {
+            return;
+        };
+        if slot.unread.is_empty() {
+            return;
+        }
+        let _ = connection.set_read_timeout(Some(self.capped(self.dsn.read_timeout)));
+        let describe = |e: &redis::RedisError| self.error(e).to_string();
+        if slot.unread.read_all(connection, &describe).is_err() {
+            slot.connection = None;
+        }
+    }
+
     /// This process's slot.
     fn slot(&self) -> &Arc<Mutex<Slot>> {
         self.slot.get_or_init(|| slot_for(&self.slot_name))
@@ -310,6 +306,7 @@ impl NativeTransport {
         let reused = slot.connection.is_some();
         for attempt in 0..2 {
             let slot = &mut *slot;
+            self.read_unread_in(slot);
             let connection = match slot.connection.as_mut() {
                 Some(connection) => connection,
                 None => slot.connection.insert(self.connect()?),
@@ -328,7 +325,7 @@ impl NativeTransport {
                                 slot.warning = warning;
                                 slot.policy_checked = true;
                             }
-                            Err(_) => slot.connection = None,
+                            Err(_) => slot.drop_connection("connection lost"),
                         }
                     }
                     return Ok(reply);
@@ -337,9 +334,9 @@ impl NativeTransport {
                     let error = self.error(&e);
                     match error.kind() {
                         // Out of step with the server (a reply may still come): never reused.
-                        RunErrorKind::TimedOut => slot.connection = None,
+                        RunErrorKind::TimedOut => slot.drop_connection(&error.to_string()),
                         RunErrorKind::Connection => {
-                            slot.connection = None;
+                            slot.drop_connection(&error.to_string());
                             if reused && attempt == 0 {
                                 continue;
                             }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::store::redis::protocol::{Signal, NOT_A_LOCK};
 use crate::store::redis::scripts::LockScript;
+use crate::store::PendingRelease;
 
 /// Why a script or a wait did not run, classified once by the transport that saw it (from the
 /// client library's error kinds where it has them, from the reply text where it has not), so the
@@ -118,6 +119,33 @@ pub trait Transport {
         let reply = self.run(script, keys, args)?;
         Ok((reply, self.wait_signal(list, timeout)?))
     }
+
+    /// Whether releases on this transport are sent without waiting for their reply
+    /// (`release=deferred` on a native connection).
+    fn defers_release(&self) -> bool {
+        false
+    }
+
+    /// Sends `script` and returns before its reply is read (`pending.rs`); the handle learns the
+    /// outcome later. This default, for transports that cannot defer, runs it now.
+    ///
+    /// # Errors
+    /// [`RunError`] when the script could not be sent (or, run now, failed).
+    fn send(
+        &self,
+        script: &'static LockScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<PendingRelease, RunError> {
+        self.run(script, keys, args)?;
+        let pending = PendingRelease::default();
+        pending.settle(Ok(()));
+        Ok(pending)
+    }
+
+    /// Reads the replies of scripts sent without waiting, now (a transport that never defers has
+    /// none).
+    fn read_unread(&self) {}
 
     /// A warning noticed while connecting (an eviction policy that can drop locks), once.
     fn take_warning(&self) -> Option<String> {
