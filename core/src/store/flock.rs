@@ -157,22 +157,22 @@ impl FlockStore {
     /// that was removed (a temp cleaner) or replaced excludes nobody, so it is dropped and the
     /// file at the path opened and locked instead.
     fn lock_path(&self, key: &mut Key, mode: Mode, blocking: bool) -> Result<()> {
-        let path = self.path_for(key);
-        let mut kept = flock_files::take(&path);
+        let name = flock_files::name(self.dir_prefix.as_encoded_bytes(), key.resource());
+        let mut kept = flock_files::take(&name);
         for _ in 0..REPLACED_ATTEMPTS {
             let lock_file = match kept.take() {
                 Some(lock_file) => lock_file,
-                None => self.open(&path, key)?,
+                None => self.open(self.path_for(key), name.clone(), key)?,
             };
             match flock(&lock_file.file, mode, blocking) {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
-                    flock_files::keep(path, lock_file);
+                    flock_files::keep(lock_file);
                     return Err(Error::conflict(key.display_resource(), &self.name));
                 }
                 Err(e) => return Err(self.lock_error(key, e)),
             }
-            match FileId::at(&path) {
+            match FileId::at(&lock_file.path) {
                 Ok(Some(id)) if id == lock_file.id => {
                     key.set_state(FlockHold::new(lock_file, mode));
                     return Ok(());
@@ -221,11 +221,17 @@ impl FlockStore {
         poll(deadline, report, backoff, || self.lock(key, mode, false))
     }
 
-    /// Opens (creating with mode 0666 when missing) the key's lock file at `path`.
-    fn open(&self, path: &Path, key: &Key) -> Result<LockFile> {
-        let file = self.open_file(path, key)?;
+    /// Opens (creating with mode 0666 when missing) the key's lock file at `path`, to be kept
+    /// under `name`.
+    fn open(&self, path: PathBuf, name: Vec<u8>, key: &Key) -> Result<LockFile> {
+        let file = self.open_file(&path, key)?;
         let id = FileId::of(&file).map_err(|e| self.io_error("open", key, e))?;
-        Ok(LockFile { file, id })
+        Ok(LockFile {
+            file,
+            id,
+            path,
+            name,
+        })
     }
 
     fn open_file(&self, path: &Path, key: &Key) -> Result<File> {
@@ -365,7 +371,7 @@ impl Store for FlockStore {
             return Ok(());
         };
         FileExt::unlock(&lock_file.file).map_err(|e| self.io_error("unlock", key, e))?;
-        flock_files::keep(self.path_for(key), lock_file);
+        flock_files::keep(lock_file);
         Ok(())
     }
 

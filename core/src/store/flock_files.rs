@@ -9,12 +9,12 @@
 //! state ([`PerProcess`]): a forked child opens its own and never locks one of its parent's
 //! descriptions, which the parent may lock again at any time.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rustc_hash::FxHashMap;
 
 use crate::process::PerProcess;
 
@@ -32,35 +32,52 @@ pub struct FileId {
 impl FileId {
     /// The file `file` is open on.
     pub fn of(file: &File) -> io::Result<Self> {
-        file.metadata().map(|m| FileId {
-            dev: m.dev(),
-            ino: m.ino(),
+        let stat = rustix::fs::fstat(file)?;
+        Ok(FileId {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
         })
     }
 
-    /// The file at `path` now; `None` when there is none.
+    /// The file at `path` now; `None` when there is none. (rustix: a short path goes to the
+    /// kernel from the stack, without the allocation std's `metadata` makes for it.)
     pub fn at(path: &Path) -> io::Result<Option<Self>> {
-        match std::fs::metadata(path) {
-            Ok(m) => Ok(Some(FileId {
-                dev: m.dev(),
-                ino: m.ino(),
+        match rustix::fs::stat(path) {
+            Ok(stat) => Ok(Some(FileId {
+                dev: stat.st_dev,
+                ino: stat.st_ino,
             })),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
         }
     }
 }
 
-/// An open lock file and the file it was opened on.
+/// An open lock file, the file it was opened on, its path, and the name it is kept under here
+/// (see [`name`]): a cycle that finds it kept computes neither.
 #[derive(Debug)]
 pub struct LockFile {
     pub file: File,
     pub id: FileId,
+    pub path: PathBuf,
+    pub name: Vec<u8>,
+}
+
+/// The name a lock file is kept under: its store's directory and its resource, unambiguously
+/// (the directory's length first), so that finding it costs no hash of the resource.
+pub fn name(dir: &[u8], resource: &[u8]) -> Vec<u8> {
+    let mut name = Vec::with_capacity(8 + dir.len() + resource.len());
+    name.extend_from_slice(&(dir.len() as u64).to_le_bytes());
+    name.extend_from_slice(dir);
+    name.extend_from_slice(resource);
+    name
 }
 
 #[derive(Default)]
 struct Idle {
-    files: HashMap<PathBuf, (LockFile, u64)>,
+    /// Fx, not SipHash: at most [`MAX_IDLE`] entries, so even names chosen to collide cost a
+    /// short scan, and SipHash was a tenth of a cycle.
+    files: FxHashMap<Vec<u8>, (LockFile, u64)>,
     /// Counts uses, to find the least recently used file.
     clock: u64,
 }
@@ -74,16 +91,17 @@ fn idle() -> MutexGuard<'static, Idle> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The idle file of `path`, taken out (the caller owns it until it gives it back with [`keep`]).
-pub fn take(path: &Path) -> Option<LockFile> {
-    idle().files.remove(path).map(|(file, _)| file)
+/// The idle file kept under `name`, taken out (the caller owns it until it gives it back with
+/// [`keep`]).
+pub fn take(name: &[u8]) -> Option<LockFile> {
+    idle().files.remove(name).map(|(file, _)| file)
 }
 
-/// Keeps `file`, unlocked, for the next cycle on `path`. One idle file per path is enough (a second
-/// one, from a second key of the same resource, is closed).
-pub fn keep(path: PathBuf, file: LockFile) {
+/// Keeps `file`, unlocked, for the next cycle on its resource. One idle file per resource is
+/// enough (a second one, from a second key of the same resource, is closed).
+pub fn keep(file: LockFile) {
     let mut idle = idle();
-    if idle.files.contains_key(&path) {
+    if idle.files.contains_key(&file.name) {
         return;
     }
     if idle.files.len() >= MAX_IDLE {
@@ -91,58 +109,71 @@ pub fn keep(path: PathBuf, file: LockFile) {
             .files
             .iter()
             .min_by_key(|(_, (_, used))| *used)
-            .map(|(path, _)| path.clone());
+            .map(|(name, _)| name.clone());
         if let Some(oldest) = oldest {
             idle.files.remove(&oldest);
         }
     }
     idle.clock += 1;
     let used = idle.clock;
-    idle.files.insert(path, (file, used));
+    idle.files.insert(file.name.clone(), (file, used));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lock_file(dir: &Path, name: &str) -> (PathBuf, LockFile) {
-        let path = dir.join(name);
+    fn lock_file(dir: &Path, resource: &str) -> LockFile {
+        let path = dir.join(resource);
         let file = File::create(&path).unwrap();
         let id = FileId::of(&file).unwrap();
-        (path, LockFile { file, id })
+        let name = name(dir.as_os_str().as_encoded_bytes(), resource.as_bytes());
+        LockFile {
+            file,
+            id,
+            path,
+            name,
+        }
     }
 
     #[test]
     fn a_kept_file_is_taken_once_and_matches_its_path() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, file) = lock_file(dir.path(), "a");
-        assert_eq!(FileId::at(&path).unwrap(), Some(file.id));
-        keep(path.clone(), file);
-        assert!(take(&path).is_some());
-        assert!(take(&path).is_none(), "taken out, it belongs to one key");
+        let file = lock_file(dir.path(), "a");
+        assert_eq!(FileId::at(&file.path).unwrap(), Some(file.id));
+        let kept_as = file.name.clone();
+        keep(file);
+        assert!(take(&kept_as).is_some());
+        assert!(take(&kept_as).is_none(), "taken out, it belongs to one key");
+    }
+
+    #[test]
+    fn names_tell_the_directory_from_the_resource() {
+        assert_ne!(name(b"/a/", b"b/c"), name(b"/a/b/", b"c"));
     }
 
     #[test]
     fn a_removed_file_no_longer_matches_its_path() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, file) = lock_file(dir.path(), "b");
-        std::fs::remove_file(&path).unwrap();
-        assert_eq!(FileId::at(&path).unwrap(), None);
-        File::create(&path).unwrap();
-        assert_ne!(FileId::at(&path).unwrap(), Some(file.id));
+        let file = lock_file(dir.path(), "b");
+        std::fs::remove_file(&file.path).unwrap();
+        assert_eq!(FileId::at(&file.path).unwrap(), None);
+        File::create(&file.path).unwrap();
+        assert_ne!(FileId::at(&file.path).unwrap(), Some(file.id));
     }
 
     #[test]
     fn at_most_max_idle_files_stay_open() {
         let dir = tempfile::tempdir().unwrap();
-        let paths: Vec<PathBuf> = (0..MAX_IDLE + 3)
+        let names: Vec<Vec<u8>> = (0..MAX_IDLE + 3)
             .map(|i| {
-                let (path, file) = lock_file(dir.path(), &format!("c{i}"));
-                keep(path.clone(), file);
-                path
+                let file = lock_file(dir.path(), &format!("c{i}"));
+                let name = file.name.clone();
+                keep(file);
+                name
             })
             .collect();
-        let kept = paths.iter().filter(|p| take(p).is_some()).count();
+        let kept = names.iter().filter(|n| take(n).is_some()).count();
         assert!(kept <= MAX_IDLE, "{kept} kept");
     }
 }
