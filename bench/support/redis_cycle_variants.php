@@ -47,6 +47,25 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
         };
     };
 
+    /** The two-round-trip floor: SET NX PX, then DEL, through a phpredis connection. */
+    $setDelCycle = static function (Redis $client, array $names): Closure {
+        $count = count($names);
+
+        return static function (int $n) use ($client, $names, $count): int {
+            $failed = 0;
+            for ($i = 0; $i < $n; ++$i) {
+                $key = $names[$i % $count];
+                if ($client->set($key, bin2hex(random_bytes(16)), ['NX', 'PX' => 30000]) === true) {
+                    $client->del($key);
+                } else {
+                    ++$failed;
+                }
+            }
+
+            return $failed;
+        };
+    };
+
     $notes = [];
     $libraries = [];
     $phpredis = null;
@@ -89,19 +108,7 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
     if ($phpredis !== null) {
         $names = $namesFor('a');
         $labels['a'] = '(a) phpredis SET NX PX + DEL';
-        $variants['a'] = static function (int $n) use ($phpredis, $names, $nameCount): int {
-            $failed = 0;
-            for ($i = 0; $i < $n; ++$i) {
-                $key = $names[$i % $nameCount];
-                if ($phpredis->set($key, bin2hex(random_bytes(16)), ['NX', 'PX' => 30000]) === true) {
-                    $phpredis->del($key);
-                } else {
-                    ++$failed;
-                }
-            }
-
-            return $failed;
-        };
+        $variants['a'] = $setDelCycle($phpredis, $names);
 
         $names = $namesFor('b');
         $labels['b'] = '(b) SET NX PX + Lua CAS-delete';
@@ -216,19 +223,7 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
         $overSocket->connect($socket);
         $names = $namesFor('v');
         $labels['v'] = '(v) SET NX+DEL, unix socket';
-        $variants['v'] = static function (int $n) use ($overSocket, $names, $nameCount): int {
-            $failed = 0;
-            for ($i = 0; $i < $n; ++$i) {
-                $key = $names[$i % $nameCount];
-                if ($overSocket->set($key, bin2hex(random_bytes(16)), ['NX', 'PX' => 30000]) === true) {
-                    $overSocket->del($key);
-                } else {
-                    ++$failed;
-                }
-            }
-
-            return $failed;
-        };
+        $variants['v'] = $setDelCycle($overSocket, $names);
         $labels['w'] = '(w) PING, unix socket';
         $variants['w'] = static function (int $n) use ($overSocket): int {
             for ($i = 0; $i < $n; ++$i) {

@@ -68,6 +68,29 @@ final class RedisDeferredReleaseTest extends DeadboltTestCase
     }
 
     /**
+     * The server forgets its scripts (SCRIPT FLUSH, a restart) while a release is on its way: the release that met
+     * NOSCRIPT runs again once the replies are read, the script behind it too, and nothing is left held.
+     */
+    public function testAReleaseThatMeetsAFlushedScriptCacheRunsAgain(): void
+    {
+        $factory = self::factory();
+        $inspector = self::inspector();
+        [$a, $b] = [self::resource('flush-a'), self::resource('flush-b')];
+        for ($i = 0; $i < 20; ++$i) {
+            $lockA = $factory->createLock($a, 30.0);
+            $this->assertTrue($lockA->acquire(false), "round $i: a");
+            $lockA->release();
+            $inspector->script('flush');
+            $lockB = $factory->createLock($b, 30.0);
+            $this->assertTrue($lockB->acquire(false), "round $i: b");
+            $this->assertSame(0, $inspector->exists($a), "round $i: a was released");
+            $lockB->release();
+            $this->assertFalse($lockB->isAcquired(), "round $i: b was released");
+        }
+        $this->assertSame(0, $inspector->exists($a, $b));
+    }
+
+    /**
      * Only the reply is put off: the release itself reaches Redis at once, while the process that sent it does
      * nothing more.
      */

@@ -13,7 +13,7 @@
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use fs4::{FileExt, TryLockError};
 
 use crate::process::{epoch, Epoch};
+use crate::store::flock_fence::bump_counter;
 use crate::store::flock_files::{self, FileId, LockFile};
 use crate::store::flock_path::push_lock_file_name;
 use crate::store::{poll, BlockingStore, Capabilities, FencingStore, Mode, Store, WaitReport};
@@ -31,8 +32,6 @@ const LOCK_FILE_MODE: u32 = 0o666;
 /// Sleeps of a wait with a deadline between non-blocking attempts: 1 ms, doubling up to 25 ms.
 const WAIT_BACKOFF_START: Duration = Duration::from_millis(1);
 const WAIT_BACKOFF_MAX: Duration = Duration::from_millis(25);
-/// Longest fencing counter read back from a lock file (a u64 in decimal).
-const FENCE_DIGITS: u64 = 20;
 /// Locks taken in a row on a file that was no longer the one at its path (someone removes or
 /// replaces lock files as fast as we open them) before the attempt fails.
 const REPLACED_ATTEMPTS: usize = 8;
@@ -295,35 +294,6 @@ impl FlockStore {
     }
 }
 
-/// Reads the decimal counter that is the whole content of `file` (empty: 0), and replaces it with
-/// the next one. The file is mode 0666 in a shared directory, so its content is checked, not
-/// trusted: anything but digits, or a counter at its end, fails the call rather than hand out a
-/// token that does not grow.
-fn bump_counter(file: &mut File) -> io::Result<u64> {
-    let mut text = Vec::new();
-    file.seek(SeekFrom::Start(0))?;
-    Read::by_ref(file)
-        .take(FENCE_DIGITS + 1)
-        .read_to_end(&mut text)?;
-    let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_owned());
-    let current = match text.as_slice() {
-        [] => 0,
-        digits if digits.iter().all(u8::is_ascii_digit) => std::str::from_utf8(digits)
-            .ok()
-            .and_then(|digits| digits.parse::<u64>().ok())
-            .ok_or_else(|| invalid("the fencing counter in it is out of range"))?,
-        _ => return Err(invalid("it holds something other than a fencing counter")),
-    };
-    let next = current
-        .checked_add(1)
-        .ok_or_else(|| invalid("its fencing counter is at its maximum"))?;
-    let next_text = next.to_string();
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(next_text.as_bytes())?;
-    file.set_len(next_text.len() as u64)?;
-    Ok(next)
-}
-
 /// One flock(2) call; blocking calls retry when a signal interrupts them.
 fn flock(file: &File, mode: Mode, blocking: bool) -> std::result::Result<(), TryLockError> {
     if !blocking {
@@ -410,45 +380,5 @@ impl BlockingStore for FlockStore {
 impl FencingStore for FlockStore {
     fn draw_fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
         self.draw_fence(key)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn bump(content: &[u8]) -> (io::Result<u64>, Vec<u8>) {
-        let mut file = tempfile::tempfile().unwrap();
-        file.write_all(content).unwrap();
-        let next = bump_counter(&mut file);
-        let mut after = Vec::new();
-        file.seek(SeekFrom::Start(0)).unwrap();
-        file.read_to_end(&mut after).unwrap();
-        (next, after)
-    }
-
-    #[test]
-    fn the_counter_grows_and_is_the_whole_file() {
-        assert_eq!(bump(b"").0.unwrap(), 1);
-        let (next, after) = bump(b"41");
-        assert_eq!((next.unwrap(), after.as_slice()), (42, &b"42"[..]));
-        let (next, after) = bump(b"99");
-        assert_eq!((next.unwrap(), after.as_slice()), (100, &b"100"[..]));
-    }
-
-    #[test]
-    fn a_counter_that_is_not_one_fails_instead_of_restarting_or_repeating() {
-        for content in [
-            &b"8\n8"[..],
-            b"garbage",
-            b" 7",
-            b"18446744073709551615",
-            b"99999999999999999999",
-            b"123456789012345678901234",
-        ] {
-            let (next, after) = bump(content);
-            assert!(next.is_err(), "{:?}", String::from_utf8_lossy(content));
-            assert_eq!(after, content, "left as it was");
-        }
     }
 }

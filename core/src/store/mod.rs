@@ -3,6 +3,7 @@
 //! than by polling, expiring locks, fencing tokens). Nothing here knows about PHP.
 
 pub mod flock;
+mod flock_fence;
 mod flock_files;
 pub mod flock_path;
 pub mod memory;
@@ -111,6 +112,13 @@ pub trait DeferringStore {
 pub struct PendingRelease(Arc<std::sync::OnceLock<std::result::Result<(), String>>>);
 
 impl PendingRelease {
+    /// The outcome of a release that did not wait to be sent: done.
+    pub fn done() -> Self {
+        let done = PendingRelease::default();
+        let _ = done.0.set(Ok(()));
+        done
+    }
+
     /// Records the outcome (the first one only; a reply is read once).
     pub fn settle(&self, outcome: std::result::Result<(), String>) {
         if outcome.is_err() {

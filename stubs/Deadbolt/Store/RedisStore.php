@@ -35,7 +35,10 @@ use Deadbolt\Key;
  *
  * DSN options: `timeout` (connect timeout, seconds, default 2), `read_timeout` (seconds, default 2),
  * `password_env` (the NAME of an environment variable holding the password, so the secret stays out of
- * configuration files), `ca_file` (PEM bundle, rediss only), `db` (database number). An unknown option or a bad
+ * configuration files), `ca_file` (PEM bundle, rediss only), `db` (database number), `release` (`sync`, the
+ * default, or `deferred`: Lock::release() sends its script and returns without waiting for the reply, which is read
+ * before the connection's next command and at the end of the request; a release the server refuses is then logged
+ * and counted at that Lock's next acquire(), refresh() or release() instead of thrown). An unknown option or a bad
  * value is a {@see \Deadbolt\Exception\InvalidArgumentException} naming the option, never the password.
  *
  * A DSN store uses one connection per process and DSN, shared by every store and factory built with the same DSN

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -15,6 +16,9 @@ use crate::store::redis::pending::UnreadReplies;
 #[derive(Default)]
 pub struct Slot {
     pub connection: Option<redis::Connection>,
+    /// The read timeout set on `connection`'s socket, so that a command sets it only when it
+    /// changes (one `setsockopt` per command saved).
+    pub read_timeout: Option<Duration>,
     /// The eviction-policy check runs once per process and DSN.
     pub policy_checked: bool,
     pub warning: Option<String>,
@@ -27,6 +31,7 @@ impl Slot {
     /// were still to come on it are settled as unconfirmed.
     pub fn drop_connection(&mut self, why: &str) {
         self.connection = None;
+        self.read_timeout = None;
         self.unread.lost(why);
     }
 }
@@ -96,7 +101,7 @@ pub fn read_unread_replies() {
                     .read_all(connection, &|e| e.to_string())
                     .is_err()
             {
-                slot.connection = None;
+                slot.drop_connection("connection lost");
             }
         }
     }

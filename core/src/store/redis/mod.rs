@@ -270,9 +270,7 @@ impl<T: Transport> Store for RedisStore<T> {
 impl<T: Transport> DeferringStore for RedisStore<T> {
     fn delete_deferred(&self, key: &mut Key) -> Result<PendingRelease> {
         if key.drawn_token().is_none() {
-            let done = PendingRelease::default();
-            done.settle(Ok(()));
-            return Ok(done);
+            return Ok(PendingRelease::done());
         }
         let [queue, waiters, handovers] = release_companions(key.resource());
         self.call(key, &[&queue, &waiters, &handovers], &[], |keys, argv| {

@@ -13,6 +13,7 @@ use crate::process::PerProcess;
 use crate::store::redis::client::client_for;
 use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::{Dsn, Endpoint};
+use crate::store::redis::pending::UnreadReplies;
 use crate::store::redis::protocol::Signal;
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
@@ -104,6 +105,20 @@ impl NativeTransport {
     }
 }
 
+/// Sets the socket's read timeout to `timeout` unless `current` says it is that already.
+fn set_read_timeout(
+    connection: &redis::Connection,
+    current: &mut Option<Duration>,
+    timeout: Duration,
+) -> redis::RedisResult<()> {
+    if *current != Some(timeout) {
+        *current = None;
+        connection.set_read_timeout(Some(timeout))?;
+        *current = Some(timeout);
+    }
+    Ok(())
+}
+
 /// Warns when the server may evict lock keys. CONFIG may be refused (ACLs, managed services):
 /// then nothing is said. `Err` when the connection failed on the way (it is then unusable).
 fn eviction_warning(
@@ -138,15 +153,9 @@ impl Transport for NativeTransport {
     }
 
     fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
-        let mut invocation = script.script().prepare_invoke();
-        for key in keys {
-            invocation.key(*key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
-        self.with_connection(self.dsn.read_timeout, |connection| {
-            invocation.invoke::<i64>(connection)
+        let describe = |e: &redis::RedisError| self.error(e).to_string();
+        self.with_connection(self.dsn.read_timeout, |connection, unread| {
+            unread.run_behind(connection, script, keys, args, &describe)
         })
     }
 
@@ -228,9 +237,7 @@ impl Transport for NativeTransport {
         // No connection to write to (a first command, or it just broke): run it now, on a new one.
         drop(guard);
         self.run(script, keys, args)?;
-        let pending = PendingRelease::default();
-        pending.settle(Ok(()));
-        Ok(pending)
+        Ok(PendingRelease::done())
     }
 
     fn set_deadline(&self, deadline: Option<Instant>) {
@@ -264,7 +271,9 @@ impl NativeTransport {
         mut call: impl FnMut(&mut redis::Connection, &str) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
-        self.with_connection(timeout + self.dsn.read_timeout, |connection| {
+        let describe = |e: &redis::RedisError| self.error(e).to_string();
+        self.with_connection(timeout + self.dsn.read_timeout, |connection, unread| {
+            unread.read_all(connection, &describe)?;
             call(connection, &seconds)
         })
     }
@@ -279,10 +288,14 @@ impl NativeTransport {
         if slot.unread.is_empty() {
             return;
         }
-        let _ = connection.set_read_timeout(Some(self.capped(self.dsn.read_timeout)));
+        let _ = set_read_timeout(
+            connection,
+            &mut slot.read_timeout,
+            self.capped(self.dsn.read_timeout),
+        );
         let describe = |e: &redis::RedisError| self.error(e).to_string();
         if slot.unread.read_all(connection, &describe).is_err() {
-            slot.connection = None;
+            slot.drop_connection("connection lost");
         }
     }
 
@@ -292,11 +305,12 @@ impl NativeTransport {
     }
 
     /// Runs `call` on this process's connection, opening it first when needed, with a socket
-    /// read timeout of `wait` (capped by the deadline).
+    /// read timeout of `wait` (capped by the deadline). `call` gets the replies still unread on
+    /// it: it reads them first, or writes its command behind them (`pending.rs`).
     fn with_connection<T>(
         &self,
         wait: Duration,
-        mut call: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+        mut call: impl FnMut(&mut redis::Connection, &mut UnreadReplies) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
         let mut slot = self.slot().lock();
         // A kept connection may have died since its last use (server restart, idle timeout): on a
@@ -306,20 +320,24 @@ impl NativeTransport {
         let reused = slot.connection.is_some();
         for attempt in 0..2 {
             let slot = &mut *slot;
-            self.read_unread_in(slot);
             let connection = match slot.connection.as_mut() {
                 Some(connection) => connection,
-                None => slot.connection.insert(self.connect()?),
+                None => {
+                    slot.read_timeout = Some(self.dsn.read_timeout);
+                    slot.connection.insert(self.connect()?)
+                }
             };
-            let reply = connection
-                .set_read_timeout(Some(self.capped(wait)))
-                .and_then(|()| call(connection));
+            let reply = set_read_timeout(connection, &mut slot.read_timeout, self.capped(wait))
+                .and_then(|()| call(connection, &mut slot.unread));
             match reply {
                 Ok(reply) => {
                     // After the call, so that the check never delays it (nor its deadline).
                     if !slot.policy_checked {
-                        let _ =
-                            connection.set_read_timeout(Some(self.capped(self.dsn.read_timeout)));
+                        let _ = set_read_timeout(
+                            connection,
+                            &mut slot.read_timeout,
+                            self.capped(self.dsn.read_timeout),
+                        );
                         match eviction_warning(connection, &self.name) {
                             Ok(warning) => {
                                 slot.warning = warning;

@@ -2,10 +2,12 @@
 //!
 //! A release is written to the socket and the caller goes on; the server runs it (and hands the
 //! lock over to the next waiter) as soon as the bytes arrive, so only reading its reply is put
-//! off. Replies come back in the order the commands went out, so every unread one is read, in
-//! order, before the connection's next command, at the end of the request and at exit: no reply
-//! is ever taken for another's. A release whose reply says it failed, or whose reply was lost with
-//! the connection, settles its [`PendingRelease`] with the error for its lock to report.
+//! off. Replies come back in the order the commands went out: the connection's next script is
+//! written behind them and its reply read after theirs ([`UnreadReplies::run_behind`], so a lock
+//! cycle costs one round trip); anything else reads them first; the end of the request reads them
+//! too. No reply is ever taken for another's. A release whose reply says it failed, or whose reply
+//! was lost with the connection, settles its [`PendingRelease`] with the error for its lock to
+//! report; one the server did not know the script of (NOSCRIPT) runs again once the stream is read.
 
 use std::collections::VecDeque;
 
@@ -13,6 +15,9 @@ use redis::Value;
 
 use crate::store::redis::scripts::LockScript;
 use crate::store::PendingRelease;
+
+/// Words a redis-rs error as the connection's other errors are worded.
+pub type Describe<'a> = &'a dyn Fn(&redis::RedisError) -> String;
 
 /// One command sent whose reply is unread.
 pub struct Unread {
@@ -38,13 +43,7 @@ impl UnreadReplies {
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> redis::RedisResult<PendingRelease> {
-        let packed = redis::cmd("EVALSHA")
-            .arg(script.sha1())
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args)
-            .get_packed_command();
-        connection.send_packed_command(&packed)?;
+        connection.send_packed_command(&evalsha(script, keys, args))?;
         let pending = PendingRelease::default();
         self.0.push_back(Unread {
             pending: pending.clone(),
@@ -60,9 +59,7 @@ impl UnreadReplies {
         self.0.is_empty()
     }
 
-    /// Reads every unread reply, in order, and settles each release. A server that lost its
-    /// scripts (NOSCRIPT) gets the script and the release again, now. `describe` words an error
-    /// as the connection's other errors are worded.
+    /// Reads every unread reply, in order, and settles each release.
     ///
     /// # Errors
     /// The read's error when the connection broke or timed out: the connection is then out of
@@ -70,26 +67,42 @@ impl UnreadReplies {
     pub fn read_all(
         &mut self,
         connection: &mut redis::Connection,
-        describe: &dyn Fn(&redis::RedisError) -> String,
+        describe: Describe<'_>,
     ) -> redis::RedisResult<()> {
-        while let Some(unread) = self.0.pop_front() {
-            match connection.recv_response().and_then(Value::extract_error) {
-                Ok(_) => unread.pending.settle(Ok(())),
-                Err(e)
-                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    let outcome = unread.run_now(connection);
-                    unread.pending.settle(outcome.map_err(|e| describe(&e)));
-                }
-                Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
-                    self.lost(&describe(&e));
-                    unread.pending.settle(Err(unconfirmed(&describe(&e))));
-                    return Err(e);
-                }
-                Err(e) => unread.pending.settle(Err(describe(&e))),
-            }
-        }
+        let again = self.read_replies(connection, describe)?;
+        run_again(again, connection, describe);
         Ok(())
+    }
+
+    /// Runs `script` (EVALSHA, loaded on NOSCRIPT) written behind the unread replies, so one round
+    /// trip serves them all: their replies are read first, in order, then its own.
+    ///
+    /// # Errors
+    /// The script's error, or the read's when the connection broke (then as in [`Self::read_all`]).
+    pub fn run_behind(
+        &mut self,
+        connection: &mut redis::Connection,
+        script: &LockScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        describe: Describe<'_>,
+    ) -> redis::RedisResult<i64> {
+        let invocation = invocation(script, keys, args);
+        if self.is_empty() {
+            return invocation.invoke(connection);
+        }
+        if let Err(e) = connection.send_packed_command(&evalsha(script, keys, args)) {
+            self.lost(&describe(&e));
+            return Err(e);
+        }
+        let again = self.read_replies(connection, describe)?;
+        let own = connection.recv_response().and_then(Value::extract_error);
+        // The stream is read up to here: what needs a second run can have it now.
+        run_again(again, connection, describe);
+        match own {
+            Err(e) if is_noscript(&e) => invocation.invoke(connection),
+            own => Ok(redis::from_redis_value(own?)?),
+        }
     }
 
     /// The connection is gone: every release still unread is settled as unconfirmed.
@@ -98,20 +111,75 @@ impl UnreadReplies {
             unread.pending.settle(Err(unconfirmed(why)));
         }
     }
+
+    /// Reads the unread replies in order and settles each release, except those whose script the
+    /// server did not know: returned, to run again once nothing is left to read.
+    fn read_replies(
+        &mut self,
+        connection: &mut redis::Connection,
+        describe: Describe<'_>,
+    ) -> redis::RedisResult<Vec<Unread>> {
+        let mut again = Vec::new();
+        while let Some(unread) = self.0.pop_front() {
+            match connection.recv_response().and_then(Value::extract_error) {
+                Ok(_) => unread.pending.settle(Ok(())),
+                Err(e) if is_noscript(&e) => again.push(unread),
+                Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+                    let why = describe(&e);
+                    self.lost(&why);
+                    for unread in std::iter::once(unread).chain(again) {
+                        unread.pending.settle(Err(unconfirmed(&why)));
+                    }
+                    return Err(e);
+                }
+                Err(e) => unread.pending.settle(Err(describe(&e))),
+            }
+        }
+        Ok(again)
+    }
 }
 
-impl Unread {
-    /// Runs the release again, by the script's own invocation (which loads it on NOSCRIPT).
-    fn run_now(&self, connection: &mut redis::Connection) -> redis::RedisResult<()> {
-        let mut invocation = self.script.script().prepare_invoke();
-        for key in &self.keys {
-            invocation.key(key.as_slice());
-        }
-        for arg in &self.args {
-            invocation.arg(arg.as_slice());
-        }
-        invocation.invoke::<i64>(connection).map(|_| ())
+/// Runs again, one by one, the releases whose script the server did not know (the invocation
+/// loads it), and settles them.
+fn run_again(again: Vec<Unread>, connection: &mut redis::Connection, describe: Describe<'_>) {
+    for unread in again {
+        let keys: Vec<&[u8]> = unread.keys.iter().map(Vec::as_slice).collect();
+        let args: Vec<&[u8]> = unread.args.iter().map(Vec::as_slice).collect();
+        let outcome = invocation(unread.script, &keys, &args).invoke::<i64>(connection);
+        unread
+            .pending
+            .settle(outcome.map(|_| ()).map_err(|e| describe(&e)));
     }
+}
+
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+/// `script` with its KEYS and ARGV, by redis-rs (EVALSHA; SCRIPT LOAD and again on NOSCRIPT).
+fn invocation<'a>(
+    script: &'a LockScript,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+) -> redis::ScriptInvocation<'a> {
+    let mut invocation = script.script().prepare_invoke();
+    for key in keys {
+        invocation.key(*key);
+    }
+    for arg in args {
+        invocation.arg(*arg);
+    }
+    invocation
+}
+
+/// The EVALSHA command of `script`, packed for the socket.
+fn evalsha(script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
+    redis::cmd("EVALSHA")
+        .arg(script.sha1())
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args)
+        .get_packed_command()
 }
 
 fn unconfirmed(why: &str) -> String {

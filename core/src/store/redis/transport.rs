@@ -138,9 +138,7 @@ pub trait Transport {
         args: &[&[u8]],
     ) -> Result<PendingRelease, RunError> {
         self.run(script, keys, args)?;
-        let pending = PendingRelease::default();
-        pending.settle(Ok(()));
-        Ok(pending)
+        Ok(PendingRelease::done())
     }
 
     /// Reads the replies of scripts sent without waiting, now (a transport that never defers has

@@ -1,0 +1,78 @@
+//! The flock store's fencing counter: a decimal number that is the whole content of the lock
+//! file, read and bumped under the exclusive lock. symfony/lock never reads the file's content, so
+//! the files stay compatible.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+/// Longest fencing counter read back from a lock file (a u64 in decimal).
+const FENCE_DIGITS: u64 = 20;
+
+/// Reads the decimal counter that is the whole content of `file` (empty: 0), and replaces it with
+/// the next one. The file is mode 0666 in a shared directory, so its content is checked, not
+/// trusted: anything but digits, or a counter at its end, fails the call rather than hand out a
+/// token that does not grow.
+pub fn bump_counter(file: &mut File) -> io::Result<u64> {
+    let mut text = Vec::new();
+    file.seek(SeekFrom::Start(0))?;
+    Read::by_ref(file)
+        .take(FENCE_DIGITS + 1)
+        .read_to_end(&mut text)?;
+    let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_owned());
+    let current = match text.as_slice() {
+        [] => 0,
+        digits if digits.iter().all(u8::is_ascii_digit) => std::str::from_utf8(digits)
+            .ok()
+            .and_then(|digits| digits.parse::<u64>().ok())
+            .ok_or_else(|| invalid("the fencing counter in it is out of range"))?,
+        _ => return Err(invalid("it holds something other than a fencing counter")),
+    };
+    let next = current
+        .checked_add(1)
+        .ok_or_else(|| invalid("its fencing counter is at its maximum"))?;
+    let next_text = next.to_string();
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(next_text.as_bytes())?;
+    file.set_len(next_text.len() as u64)?;
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bump(content: &[u8]) -> (io::Result<u64>, Vec<u8>) {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(content).unwrap();
+        let next = bump_counter(&mut file);
+        let mut after = Vec::new();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        file.read_to_end(&mut after).unwrap();
+        (next, after)
+    }
+
+    #[test]
+    fn the_counter_grows_and_is_the_whole_file() {
+        assert_eq!(bump(b"").0.unwrap(), 1);
+        let (next, after) = bump(b"41");
+        assert_eq!((next.unwrap(), after.as_slice()), (42, &b"42"[..]));
+        let (next, after) = bump(b"99");
+        assert_eq!((next.unwrap(), after.as_slice()), (100, &b"100"[..]));
+    }
+
+    #[test]
+    fn a_counter_that_is_not_one_fails_instead_of_restarting_or_repeating() {
+        for content in [
+            &b"8\n8"[..],
+            b"garbage",
+            b" 7",
+            b"18446744073709551615",
+            b"99999999999999999999",
+            b"123456789012345678901234",
+        ] {
+            let (next, after) = bump(content);
+            assert!(next.is_err(), "{:?}", String::from_utf8_lossy(content));
+            assert_eq!(after, content, "left as it was");
+        }
+    }
+}
