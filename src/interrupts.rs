@@ -77,8 +77,12 @@ pub fn exception_is_a_handlers() -> bool {
     !pending.is_null() && HANDLERS.get() == pending
 }
 
-/// Whether a signal handler may need to run during a wait: pcntl's async signals are on.
+/// Whether something may need its turn during a wait: a time limit is armed
+/// (`max_execution_time`, whose timer sets the interrupt flag), or pcntl's async signals are on.
 fn watched() -> bool {
+    if ExecutorGlobals::get().timeout_seconds > 0 {
+        return true;
+    }
     ZendCallable::try_from_name("pcntl_async_signals")
         .ok()
         .and_then(|f| guarded(|| f.try_call(vec![])).ok())

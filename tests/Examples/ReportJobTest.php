@@ -208,6 +208,7 @@ final class ReportJobTest extends DeadboltTestCase
         self::assertSame(['report-worker'], $svc['Group'] ?? null);
         self::assertSame(['/usr/bin/php /opt/report-app/examples/report.php'], $svc['ExecStart'] ?? null);
         self::assertSame(['/opt/report-app'], $svc['WorkingDirectory'] ?? null);
+        self::assertSame(['1h'], $svc['TimeoutStartSec'] ?? null, 'A oneshot has no start timeout of its own: a hung run would block every later one.');
         self::assertSame(['strict'], $svc['ProtectSystem'] ?? null);
         self::assertSame(['yes'], $svc['NoNewPrivileges'] ?? null);
 

@@ -78,6 +78,47 @@ final class FatalErrorTest extends DeadboltTestCase
     }
 
     /**
+     * The same through a Predis client (pure PHP: its exception handling runs inside the jump). Before, the shutdown
+     * function's first call on the lock crashed reading the exception parked by the failed call.
+     *
+     * @group not-under-valgrind
+     */
+    #[\PHPUnit\Framework\Attributes\Group('not-under-valgrind')]
+    public function testAPredisLockWhoseReleaseEndedInAFatalErrorIsStillUsableFromAShutdownFunction(): void
+    {
+        $resource = uniqid('fatal-predis-', true);
+        $result = PhpProcess::run(<<<'PHP'
+            require $vars['predis'];
+            class FailingPredis extends Predis\Client {
+                public bool $fail = false;
+                public function executeCommand(Predis\Command\CommandInterface $command) {
+                    if ($this->fail && 'EVALSHA' === strtoupper($command->getId())) {
+                        $this->fail = false;
+                        trigger_error('the client failed fatally', E_USER_ERROR);
+                    }
+                    return parent::executeCommand($command);
+                }
+            }
+            $client = new FailingPredis(['host' => '127.0.0.1', 'port' => $vars['port']]);
+            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($client)))->createLock($vars['resource'], 300.0);
+            $lock->acquire();
+            register_shutdown_function(function () use ($lock) {
+                echo 'held after the fatal error: ', var_export($lock->isAcquired(), true), "\n";
+                $lock->release();
+                echo 'released: ', var_export(!$lock->isAcquired(), true), "\n";
+            });
+            $client->fail = true;
+            $lock->release();
+            echo "not reached\n";
+            PHP, ['port' => SharedRedis::port(), 'resource' => $resource, 'predis' => DEADBOLT_PREDIS_AUTOLOAD], timeout: 30.0);
+
+        $this->assertSame(255, $result['exit'], 'the fatal error ends the script; stderr: '.$result['stderr']);
+        $this->assertStringContainsString('the client failed fatally', $result['stdout'].$result['stderr']);
+        $this->assertSame("held after the fatal error: true\nreleased: true\n", $result['stdout']);
+        $this->assertSame(0, SharedRedis::client()->exists($resource), 'nothing is left in Redis');
+    }
+
+    /**
      * The release Deadbolt makes at the end of the request for locks on lent clients: a fatal error in the client
      * call there is the engine's again, and the locks after it are left to their TTL, without a crash.
      *

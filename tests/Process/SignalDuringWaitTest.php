@@ -93,6 +93,61 @@ final class SignalDuringWaitTest extends DeadboltTestCase
         $this->assertSame('acquired', $next['stdout'], 'stderr: '.$next['stderr']);
     }
 
+    /**
+     * @return iterable<string, array{string}>
+     */
+    public static function stores(): iterable
+    {
+        yield 'flock' => ['flock'];
+        yield 'redis' => ['redis'];
+    }
+
+    /**
+     * `max_execution_time` is an interrupt too. On Linux PHP counts it in CPU time (ITIMER_PROF), which a wait
+     * hardly uses, so the test fires PHP's own timer signal (SIGPROF) at the waiter while it waits, as the kernel
+     * does when the time is up: the wait must end in PHP's fatal error at its next pause (exit 255) instead of
+     * waiting on for a holder that never lets go, and leave the queue, so the next caller takes the lock at once.
+     *
+     * @dataProvider stores
+     */
+    #[\PHPUnit\Framework\Attributes\DataProvider('stores')]
+    public function testTheTimeLimitEndsAWait(string $kind): void
+    {
+        $vars = ['kind' => $kind, 'dir' => $this->tempDir(), 'port' => SharedRedis::port(), 'resource' => uniqid('time-limit-', true)];
+        $holder = $this->spawn(self::WAITER_STORE.<<<'PHP'
+            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 300.0);
+            echo $lock->acquire() ? "held\n" : "refused\n";
+            fgets(STDIN);
+            $lock->release();
+            echo "released\n";
+            PHP, $vars);
+        $this->assertSame('held', $holder->readLine());
+
+        $waiter = $this->spawn(self::WAITER_STORE.<<<'PHP'
+            set_time_limit(3600);
+            echo getmypid(), "\n";
+            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 30.0);
+            $lock->acquire(true);
+            echo "acquired\n";
+            PHP, $vars);
+        $pid = (int) $waiter->readLine();
+        self::waitUntilSleeping($pid);
+        usleep(50_000);
+        posix_kill($pid, SIGPROF);
+
+        $this->assertSame(255, $waiter->waitForExit(60.0), 'stderr: '.$waiter->stderr());
+        $this->assertStringContainsString('Maximum execution time of 3600 seconds exceeded', $waiter->stdout().$waiter->stderr());
+        $this->assertStringNotContainsString('acquired', $waiter->stdout());
+        $holder->writeLine('release');
+        $this->assertSame('released', $holder->readLine());
+        $this->assertSame(0, $holder->waitForExit());
+        $next = PhpProcess::run(self::WAITER_STORE.<<<'PHP'
+            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 30.0);
+            echo $lock->acquire() ? 'acquired' : 'refused';
+            PHP, $vars);
+        $this->assertSame('acquired', $next['stdout'], 'stderr: '.$next['stderr']);
+    }
+
     private const WAITER_STORE = <<<'PHP'
         $store = match ($vars['kind']) {
             'flock' => new Deadbolt\Store\FlockStore($vars['dir']),
