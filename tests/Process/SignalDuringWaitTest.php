@@ -62,15 +62,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
     public function testASignalHandlerRunsDuringAWaitAndEndsIt(string $kind, string $handler): void
     {
         $vars = ['kind' => $kind, 'dir' => $this->tempDir(), 'port' => SharedRedis::port(), 'resource' => uniqid('signal-', true)];
-        $holder = PhpProcess::start(self::WAITER_STORE.<<<'PHP'
-            // Longer than the waiter's whole run may take: it never comes back because the lock expired.
-            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 300.0);
-            echo $lock->acquire() ? "held\n" : "refused\n";
-            fgets(STDIN);
-            $lock->release();
-            echo "released\n";
-            PHP, $vars);
-        $this->assertSame('held', $holder->readLine());
+        $holder = $this->holder($vars);
 
         $waiter = PhpProcess::run(self::WAITER, $vars + ['handler' => $handler], timeout: 60.0);
 
@@ -81,16 +73,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
             $this->assertSame(0, $waiter['exit'], 'stderr: '.$waiter['stderr']);
             $this->assertSame("handler\nRuntimeException: stop waiting\nshutdown\n", $waiter['stdout'], 'the handler\'s own exception');
         }
-        $holder->writeLine('release');
-        $this->assertSame('released', $holder->readLine());
-        $this->assertSame(0, $holder->waitForExit());
-
-        // The waiter left the queue: the next caller takes the lock at once, and no hand-over went to the waiter.
-        $next = PhpProcess::run(self::WAITER_STORE.<<<'PHP'
-            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 30.0);
-            echo $lock->acquire() ? 'acquired' : 'refused';
-            PHP, $vars);
-        $this->assertSame('acquired', $next['stdout'], 'stderr: '.$next['stderr']);
+        $this->releaseAndTakeNext($holder, $vars);
     }
 
     /**
@@ -114,14 +97,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
     public function testTheTimeLimitEndsAWait(string $kind): void
     {
         $vars = ['kind' => $kind, 'dir' => $this->tempDir(), 'port' => SharedRedis::port(), 'resource' => uniqid('time-limit-', true)];
-        $holder = $this->spawn(self::WAITER_STORE.<<<'PHP'
-            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 300.0);
-            echo $lock->acquire() ? "held\n" : "refused\n";
-            fgets(STDIN);
-            $lock->release();
-            echo "released\n";
-            PHP, $vars);
-        $this->assertSame('held', $holder->readLine());
+        $holder = $this->holder($vars);
 
         $waiter = $this->spawn(self::WAITER_STORE.<<<'PHP'
             set_time_limit(3600);
@@ -138,6 +114,37 @@ final class SignalDuringWaitTest extends DeadboltTestCase
         $this->assertSame(255, $waiter->waitForExit(60.0), 'stderr: '.$waiter->stderr());
         $this->assertStringContainsString('Maximum execution time of 3600 seconds exceeded', $waiter->stdout().$waiter->stderr());
         $this->assertStringNotContainsString('acquired', $waiter->stdout());
+        $this->releaseAndTakeNext($holder, $vars);
+    }
+
+    /**
+     * A process that holds the lock (longer than a waiter's whole run may take: a waiter never comes back because
+     * the lock expired) until told to release it.
+     *
+     * @param array<string, mixed> $vars
+     */
+    private function holder(array $vars): PhpProcess
+    {
+        $holder = $this->spawn(self::WAITER_STORE.<<<'PHP'
+            $lock = (new Deadbolt\LockFactory($store))->createLock($vars['resource'], 300.0);
+            echo $lock->acquire() ? "held\n" : "refused\n";
+            fgets(STDIN);
+            $lock->release();
+            echo "released\n";
+            PHP, $vars);
+        $this->assertSame('held', $holder->readLine());
+
+        return $holder;
+    }
+
+    /**
+     * The holder lets go; the waiter left the queue, so the next caller takes the lock at once (no hand-over went to
+     * the waiter that is gone).
+     *
+     * @param array<string, mixed> $vars
+     */
+    private function releaseAndTakeNext(PhpProcess $holder, array $vars): void
+    {
         $holder->writeLine('release');
         $this->assertSame('released', $holder->readLine());
         $this->assertSame(0, $holder->waitForExit());
