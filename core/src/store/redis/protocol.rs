@@ -125,6 +125,8 @@ pub fn lua_header() -> String {
     }
     lua.push_str(&format!("local GRANT_SEPARATOR = \"{GRANT_SEPARATOR}\"\n"));
     lua.push_str(&format!("local NOT_A_LOCK = \"{NOT_A_LOCK}\"\n"));
+    let waiting = std::str::from_utf8(WAITING).expect("WAITING is text");
+    lua.push_str(&format!("local WAITING = \"{waiting}\"\n"));
     for (i, name) in LOCK_KEYS.iter().enumerate() {
         lua.push_str(&format!("local {name} = KEYS[{}]\n", i + 1));
     }
@@ -153,5 +155,6 @@ mod tests {
         assert!(header.contains("local SIGNAL_GRANTED = \"granted\"\n"));
         assert!(header.contains("local GRANT = KEYS[5]\n"));
         assert!(header.contains("local OVERDUE = ARGV[5]\n"));
+        assert!(header.contains("local WAITING = \"wait\"\n"));
     }
 }

@@ -1,11 +1,16 @@
 //! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is the
 //! protocol's generated header (`protocol.rs`: constants, signals, the names of KEYS and ARGV),
-//! the shared prelude (plus the waiting side for the scripts that take a lock, the hand-over for
-//! those that release) and one operation, sent by SHA (EVALSHA) and loaded on NOSCRIPT.
+//! the common case of the operation where it has one (run before any helper function exists: Lua
+//! makes each anew on every run), the shared prelude (plus the waiting side for the scripts that
+//! take a lock, the hand-over for those that release) and the rest of the operation, sent by SHA
+//! (EVALSHA) and loaded on NOSCRIPT.
 
 use std::sync::LazyLock;
 
 use super::protocol::lua_header;
+use crate::store::Mode;
+
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
 
 /// One lock script: its source (for EVAL/SCRIPT LOAD) and its SHA1 (for EVALSHA).
 pub struct LockScript {
@@ -15,25 +20,28 @@ pub struct LockScript {
 
 impl LockScript {
     fn new(operation: &str) -> Self {
-        Self::from_parts(&[include_str!("scripts/prelude.lua"), operation])
+        Self::from_parts(&[PRELUDE, operation])
     }
 
-    /// A script that takes a lock: its caller may wait, and join the queue of waiters.
-    fn taking(operation: &str) -> Self {
+    /// A script that takes a lock: a free key for a caller that does not wait is taken before any
+    /// helper is defined (free_key.lua); otherwise its caller may wait, and join the queue.
+    fn taking(mode: Mode, operation: &str) -> Self {
+        let exclusive = format!("local EXCLUSIVE = {}", mode == Mode::Exclusive);
         Self::from_parts(&[
-            include_str!("scripts/prelude.lua"),
+            &exclusive,
+            include_str!("scripts/free_key.lua"),
+            PRELUDE,
             include_str!("scripts/waiting.lua"),
             operation,
         ])
     }
 
-    /// A script that releases: it may hand the lock over to a waiter.
-    fn releasing(operation: &str) -> Self {
-        Self::from_parts(&[
-            include_str!("scripts/prelude.lua"),
-            include_str!("scripts/handover.lua"),
-            operation,
-        ])
+    /// A script that releases: it may hand the lock over to a waiter. `first` runs before any
+    /// helper is defined (the common case of the operation, when it has one).
+    fn releasing(first: Option<&str>, operation: &str) -> Self {
+        let mut parts: Vec<&str> = first.into_iter().collect();
+        parts.extend([PRELUDE, include_str!("scripts/handover.lua"), operation]);
+        Self::from_parts(&parts)
     }
 
     fn from_parts(parts: &[&str]) -> Self {
@@ -67,17 +75,21 @@ impl LockScript {
 /// (a caller that does not wait names the resource, token and TTL only). Returns 1, or 0 / minus
 /// the holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::taking(include_str!("scripts/save.lua")));
+    LazyLock::new(|| LockScript::taking(Mode::Exclusive, include_str!("scripts/save.lua")));
 /// Shared lock (and demotion of a writer), as `SAVE`.
 pub static SAVE_READ: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::taking(include_str!("scripts/save_read.lua")));
+    LazyLock::new(|| LockScript::taking(Mode::Shared, include_str!("scripts/save_read.lua")));
 /// Extend. KEYS: the resource. ARGV: token, TTL ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
 /// Release, and hand the lock over to the longest waiter. KEYS: the lock KEYS up to HANDOVERS.
 /// ARGV: token. Returns 1, or 0 when not held.
-pub static DELETE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::releasing(include_str!("scripts/delete.lua")));
+pub static DELETE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::releasing(
+        Some(include_str!("scripts/release_alone.lua")),
+        include_str!("scripts/delete.lua"),
+    )
+});
 /// Ownership check. KEYS: the resource. ARGV: token. Returns 1 or 0.
 pub static EXISTS: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/exists.lua")));
@@ -90,4 +102,4 @@ pub static FENCE: LazyLock<LockScript> =
 /// A waiter gives up (and releases a lock handed over to it meanwhile). KEYS: the lock KEYS.
 /// ARGV: token. Returns 1.
 pub static LEAVE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::releasing(include_str!("scripts/leave.lua")));
+    LazyLock::new(|| LockScript::releasing(None, include_str!("scripts/leave.lua")));

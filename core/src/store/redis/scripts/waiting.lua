@@ -1,7 +1,7 @@
--- The waiting side of the lock scripts (save.lua, save_read.lua), after prelude.lua: joining the
--- queue when refused, leaving it when taken, taking back hand-overs nobody read (protocol.rs says
--- what WAIT, PAUSE_MS and OVERDUE mean).
-local waiting = WAIT == "wait"
+-- The waiting side of the lock scripts (save.lua, save_read.lua), after free_key.lua and
+-- prelude.lua: joining the queue when refused, leaving it when taken, taking back hand-overs
+-- nobody read (protocol.rs says what WAIT, PAUSE_MS and OVERDUE mean).
+local waiting = WAIT == WAITING
 local pause = tonumber(PAUSE_MS)
 local overdue = OVERDUE == "1"
 
@@ -51,11 +51,11 @@ local function take_back_unread(now)
     return taken_back
 end
 
--- The key as an attempt finds it: its type, and for a lock (a sorted set, or none) the server time
--- and the expiry the attempt gives. An overdue waiter first takes back hand-overs nobody read,
--- which may leave the key free.
+-- The key as an attempt finds it: its type (free_key.lua's first look), and for a lock (a sorted
+-- set, or none) the server time and the expiry the attempt gives. An overdue waiter first takes
+-- back hand-overs nobody read, which may leave the key free.
 local function look()
-    local kind = redis.call("TYPE", key).ok
+    local kind = first_look
     if kind ~= "none" and kind ~= "zset" then
         return kind
     end
