@@ -125,7 +125,7 @@ pub fn lua_header() -> String {
     }
     lua.push_str(&format!("local GRANT_SEPARATOR = \"{GRANT_SEPARATOR}\"\n"));
     lua.push_str(&format!("local NOT_A_LOCK = \"{NOT_A_LOCK}\"\n"));
-    let waiting = std::str::from_utf8(WAITING).expect("WAITING is text");
+    let waiting = String::from_utf8_lossy(WAITING);
     lua.push_str(&format!("local WAITING = \"{waiting}\"\n"));
     for (i, name) in LOCK_KEYS.iter().enumerate() {
         lua.push_str(&format!("local {name} = KEYS[{}]\n", i + 1));
