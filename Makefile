@@ -95,6 +95,11 @@ bench: build
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/redis.php && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=1,4,8,16 && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=8 --think=1000 --no-png
+	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-replica >/dev/null 2>&1 || true
+	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
+	  replica=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-replica) && \
+	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis; bash scripts/redis-stop.sh $(RUN_DIR)/bench-replica' EXIT && \
+	  $(RUN_PHP) bench/replicas.php --port=$$port --replica-port=$$replica
 
 # Installs the built extension for every SAPI of this PHP (or $PHP_CONFIG's) and says what it wrote;
 # `make uninstall` removes exactly that (scripts/install-binary.sh keeps the list, and picks the PHP the same way

@@ -35,11 +35,13 @@ pub enum Counter {
     Polls,
     /// Locks released.
     Released,
+    /// Locks written that too few replicas acknowledged (`replicas` on a Redis DSN), released.
+    Unacknowledged,
 }
 
 impl Counter {
     /// Every counter, in report order.
-    pub const ALL: [Counter; 10] = [
+    pub const ALL: [Counter; 11] = [
         Counter::Acquired,
         Counter::Conflicts,
         Counter::Timeouts,
@@ -50,6 +52,7 @@ impl Counter {
         Counter::Wakeups,
         Counter::Polls,
         Counter::Released,
+        Counter::Unacknowledged,
     ];
 
     /// The name in snapshots and in the Prometheus rendering.
@@ -65,6 +68,7 @@ impl Counter {
             Counter::Wakeups => "wakeups",
             Counter::Polls => "polls",
             Counter::Released => "released",
+            Counter::Unacknowledged => "unacknowledged",
         }
     }
 }

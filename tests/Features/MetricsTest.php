@@ -28,6 +28,7 @@ final class MetricsTest extends FeatureTestCase
         'wakeups' => 0,
         'polls' => 0,
         'released' => 0,
+        'unacknowledged' => 0,
     ];
 
     public function testAnExactFlockScenarioIsCountedExactly(): void
@@ -81,6 +82,7 @@ final class MetricsTest extends FeatureTestCase
             'wakeups' => 0,
             'polls' => 0,
             'released' => 2,
+            'unacknowledged' => 0,
         ], $counters);
         $this->assertSame(['counters', 'timings'], array_keys($after));
         $this->assertSame(['wait_seconds', 'hold_seconds'], array_keys($after['timings']));

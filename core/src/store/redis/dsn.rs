@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::replicas::{ReplicaAck, Wanted, DEFAULT_TIMEOUT as DEFAULT_REPLICAS_TIMEOUT};
 use crate::{Error, Result};
 
 const DEFAULT_PORT: u16 = 6379;
@@ -39,6 +40,8 @@ pub struct Dsn {
     /// `release=deferred`: a release is sent without waiting for its reply (`pending.rs`). Not
     /// part of the connection identity: stores that differ only here share their connection.
     pub deferred_release: bool,
+    /// `replicas=N|majority|all` (and `replicas_timeout`): locks count once replicas have them.
+    pub replicas: Option<ReplicaAck>,
 }
 
 impl Dsn {
@@ -78,7 +81,9 @@ impl Dsn {
             read_timeout: DEFAULT_READ_TIMEOUT,
             ca_file: None,
             deferred_release: false,
+            replicas: None,
         };
+        let mut replicas_timeout = None;
         let mut db_in_query = None;
         for (name, value) in url.query_pairs() {
             match name.as_ref() {
@@ -98,6 +103,14 @@ impl Dsn {
                         }
                     }
                 }
+                "replicas" => {
+                    let wanted = Wanted::parse(&value).map_err(bad)?;
+                    dsn.replicas = Some(ReplicaAck {
+                        wanted,
+                        timeout: DEFAULT_REPLICAS_TIMEOUT,
+                    });
+                }
+                "replicas_timeout" => replicas_timeout = Some(seconds(&name, &value)?),
                 "password_env" => {
                     let secret = env(&value).ok_or_else(|| {
                         bad(format!(
@@ -139,6 +152,11 @@ impl Dsn {
         }
         if let Some(db) = db_in_query {
             dsn.db = db;
+        }
+        match (dsn.replicas.as_mut(), replicas_timeout) {
+            (Some(ack), Some(timeout)) => ack.timeout = timeout,
+            (None, Some(_)) => return Err(bad("replicas_timeout needs replicas".into())),
+            _ => {}
         }
         if dsn.ca_file.is_some() && !tls {
             return Err(bad("ca_file only applies to rediss:// (TLS)".into()));
@@ -251,146 +269,5 @@ fn database(value: &str) -> Result<i64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn parse(text: &str) -> Result<Dsn> {
-        Dsn::parse_with_env(text, |name| {
-            (name == "LOCK_PW").then(|| "s3cret".to_owned())
-        })
-    }
-
-    #[test]
-    fn parses_host_port_db_and_credentials() {
-        let dsn =
-            parse("redis://app:p%40ss@cache.internal:6380/3?timeout=0.5&read_timeout=1.5").unwrap();
-        assert!(
-            matches!(&dsn.endpoint, Endpoint::Tcp { host, port: 6380, tls: false } if host == "cache.internal")
-        );
-        assert_eq!(dsn.db, 3);
-        assert_eq!(dsn.username.as_deref(), Some("app"));
-        assert_eq!(dsn.password.as_deref(), Some("p@ss"));
-        assert_eq!(dsn.connect_timeout, Duration::from_millis(500));
-        assert_eq!(dsn.read_timeout, Duration::from_millis(1500));
-    }
-
-    #[test]
-    fn release_is_sync_unless_deferred_and_shares_the_connection() {
-        assert!(!parse("redis://localhost").unwrap().deferred_release);
-        assert!(
-            !parse("redis://localhost?release=sync")
-                .unwrap()
-                .deferred_release
-        );
-        let deferred = parse("redis://localhost?release=deferred").unwrap();
-        assert!(deferred.deferred_release);
-        assert_eq!(
-            deferred.connection_identity(),
-            parse("redis://localhost").unwrap().connection_identity()
-        );
-        let wrong = parse("redis://localhost?release=later")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            wrong.contains("release must be \"sync\" or \"deferred\""),
-            "{wrong}"
-        );
-    }
-
-    #[test]
-    fn defaults_port_db_and_timeouts() {
-        let dsn = parse("redis://localhost").unwrap();
-        assert!(matches!(dsn.endpoint, Endpoint::Tcp { port: 6379, .. }));
-        assert_eq!(dsn.db, 0);
-        assert_eq!(dsn.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
-    }
-
-    #[test]
-    fn a_connection_is_what_the_dsn_resolves_to_not_its_text() {
-        let id = |text: &str, password: &str| {
-            Dsn::parse_with_env(text, |_| Some(password.to_owned()))
-                .unwrap()
-                .connection_identity()
-        };
-        let env_dsn = "redis://u@127.0.0.1:6379/1?password_env=P";
-        assert_eq!(id(env_dsn, "one"), id(env_dsn, "one"));
-        assert_ne!(
-            id(env_dsn, "one"),
-            id(env_dsn, "two"),
-            "the variable changed"
-        );
-        assert_eq!(
-            id("redis://127.0.0.1/1", ""),
-            id("redis://127.0.0.1:6379?db=1", ""),
-            "two spellings of one connection"
-        );
-        assert_ne!(id("redis://127.0.0.1/1", ""), id("redis://127.0.0.1/2", ""));
-        assert_ne!(
-            id("redis://127.0.0.1/1", ""),
-            id("redis://127.0.0.1/1?read_timeout=5", "")
-        );
-    }
-
-    #[test]
-    fn parses_unix_sockets_and_tls() {
-        let dsn = parse("redis:///var/run/redis/redis.sock?db=2").unwrap();
-        assert!(
-            matches!(&dsn.endpoint, Endpoint::Unix(p) if p == &PathBuf::from("/var/run/redis/redis.sock"))
-        );
-        assert_eq!(dsn.db, 2);
-        let dsn = parse("rediss://h:6390?ca_file=/etc/ca.pem").unwrap();
-        assert!(matches!(dsn.endpoint, Endpoint::Tcp { tls: true, .. }));
-        assert_eq!(dsn.ca_file, Some(PathBuf::from("/etc/ca.pem")));
-    }
-
-    #[test]
-    fn takes_the_password_from_the_named_environment_variable() {
-        let dsn = parse("redis://h?password_env=LOCK_PW").unwrap();
-        assert_eq!(dsn.password.as_deref(), Some("s3cret"));
-        let err = parse("redis://h?password_env=MISSING")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("MISSING"), "{err}");
-    }
-
-    #[test]
-    fn refuses_bad_input_without_quoting_secrets() {
-        for text in [
-            "http://u:hunter2@h",
-            "redis://u:hunter2@h/notadb",
-            "redis://u:hunter2@h?bogus=1",
-            "redis://u:hunter2@h?timeout=-1",
-            "redis://u:hunter2@h?ca_file=/x",
-            "rediss:///sock",
-            "not a url hunter2",
-        ] {
-            let err = parse(text).unwrap_err();
-            assert!(matches!(err, Error::InvalidArgument { .. }), "{text}");
-            assert!(!err.to_string().contains("hunter2"), "{err}");
-        }
-    }
-
-    #[test]
-    fn redacted_forms_hide_user_and_password() {
-        let dsn = parse("rediss://admin:hunter2@[::1]:7000/1").unwrap();
-        assert_eq!(dsn.redacted(), "rediss://[::1]:7000/1");
-        let shown = format!("{dsn:?}");
-        assert!(
-            !shown.contains("hunter2") && !shown.contains("admin"),
-            "{shown}"
-        );
-    }
-
-    proptest! {
-        #[test]
-        fn parsing_never_panics_and_never_echoes_a_password(text in ".{0,80}", pw in "[a-z]{12}") {
-            let candidate = format!("redis://u:{pw}@{text}");
-            match parse(&candidate) {
-                Ok(dsn) => prop_assert!(!dsn.redacted().contains(&pw)),
-                Err(e) => prop_assert!(!e.to_string().contains(&pw)),
-            }
-            let _ = parse(&text);
-        }
-    }
-}
+#[path = "dsn_tests.rs"]
+mod tests;

@@ -16,6 +16,7 @@ mod keys;
 pub mod native;
 mod pending;
 pub mod protocol;
+pub mod replicas;
 pub mod scripts;
 pub mod transport;
 mod wait;
@@ -150,6 +151,37 @@ impl<T: Transport> RedisStore<T> {
         Ok(())
     }
 
+    /// A lock written that too few replicas acknowledged (`replicas` on the DSN) must not count:
+    /// it is released (a failed release is left to the TTL), counted, and the error says so.
+    fn release_unacknowledged<R>(&self, key: &mut Key, outcome: Result<R>) -> Result<R> {
+        match outcome {
+            Err(e) if run_error_kind(&e) == Some(RunErrorKind::NotAcknowledged) => {
+                crate::metrics::count(crate::metrics::Counter::Unacknowledged, 1);
+                // The transport's own words (the storage error around them names the lock too).
+                let why = match &e {
+                    Error::Storage {
+                        source: Some(cause),
+                        ..
+                    } => cause.to_string(),
+                    other => other.to_string(),
+                };
+                let released = match self.delete(key) {
+                    Ok(()) => "it was released",
+                    Err(_) => "releasing it failed too: it expires with its TTL",
+                };
+                Err(Error::storage(
+                    format!(
+                        "The \"{}\" lock does not count in {}: {why}; {released}.",
+                        key.display_resource(),
+                        self.name
+                    ),
+                    e,
+                ))
+            }
+            other => other,
+        }
+    }
+
     fn not_held(&self, key: &Key) -> Error {
         Error::not_held(key.display_resource(), &self.name)
     }
@@ -220,7 +252,8 @@ impl<T: Transport> Store for RedisStore<T> {
             key,
             &[&queue, &waiters, &handovers],
             &[ttl_ms.as_bytes()],
-        )?;
+        );
+        let reply = self.release_unacknowledged(key, reply)?;
         if Self::refusal(reply).is_some() {
             return Err(Error::conflict(key.display_resource(), &self.name));
         }
@@ -230,7 +263,8 @@ impl<T: Transport> Store for RedisStore<T> {
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
         key.reduce_lifetime(ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
-        if self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()])? != 1 {
+        let reply = self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()]);
+        if self.release_unacknowledged(key, reply)? != 1 {
             return Err(self.not_held(key));
         }
         if key.is_expired() {

@@ -15,6 +15,7 @@ use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::{Dsn, Endpoint};
 use crate::store::redis::pending::UnreadReplies;
 use crate::store::redis::protocol::Signal;
+use crate::store::redis::replicas::{self, Shortfall};
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 use crate::store::redis::wording;
@@ -78,6 +79,14 @@ impl NativeTransport {
                 .max(Duration::from_millis(1)),
             None => wanted,
         }
+    }
+
+    /// A write too few replicas acknowledged, as the error the store releases the lock on.
+    fn acknowledged(&self, shortfall: Option<Shortfall>) -> Result<(), RunError> {
+        shortfall.map_or(Ok(()), |shortfall| {
+            let message = format!("Redis at {}: {shortfall}", self.name);
+            Err(RunError::new(RunErrorKind::NotAcknowledged, message))
+        })
     }
 
     /// The one place a redis-rs error is classified.
@@ -154,9 +163,14 @@ impl Transport for NativeTransport {
 
     fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
         let describe = |e: &redis::RedisError| self.error(e).to_string();
-        self.with_connection(self.dsn.read_timeout, |connection, unread| {
-            unread.run_behind(connection, script, keys, args, &describe)
-        })
+        let ack = self.dsn.replicas.filter(|_| script.writes_lock());
+        let wait = self.dsn.read_timeout + ack.map_or(Duration::ZERO, |ack| ack.timeout);
+        let (reply, shortfall) = self.with_connection(wait, |connection, unread| {
+            let reply = unread.run_behind(connection, script, keys, args, &describe)?;
+            Ok((reply, replicas::check(ack, reply == 1, connection)?))
+        })?;
+        self.acknowledged(shortfall)?;
+        Ok(reply)
     }
 
     fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError> {
@@ -201,11 +215,12 @@ impl Transport for NativeTransport {
                 }
                 other => other,
             }?;
-            Ok((
-                replies.0,
-                replies.1.and_then(|(_, item)| Signal::parse(&item)),
-            ))
+            let signal = replies.1.and_then(|(_, item)| Signal::parse(&item));
+            // Taken by the attempt (a hand-over is acknowledged through its claim, wait.rs).
+            let shortfall = replicas::check(self.dsn.replicas, replies.0 == 1, connection)?;
+            Ok(((replies.0, signal), shortfall))
         })
+        .and_then(|(ran, shortfall)| self.acknowledged(shortfall).map(|()| ran))
     }
 
     fn take_warning(&self) -> Option<String> {
@@ -214,6 +229,10 @@ impl Transport for NativeTransport {
 
     fn defers_release(&self) -> bool {
         self.dsn.deferred_release
+    }
+
+    fn acknowledges(&self) -> bool {
+        self.dsn.replicas.is_some()
     }
 
     fn read_unread(&self) {
@@ -272,10 +291,14 @@ impl NativeTransport {
     ) -> Result<T, RunError> {
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
         let describe = |e: &redis::RedisError| self.error(e).to_string();
-        self.with_connection(timeout + self.dsn.read_timeout, |connection, unread| {
-            unread.read_all(connection, &describe)?;
-            call(connection, &seconds)
-        })
+        let ack = self.dsn.replicas.map_or(Duration::ZERO, |ack| ack.timeout);
+        self.with_connection(
+            timeout + self.dsn.read_timeout + ack,
+            |connection, unread| {
+                unread.read_all(connection, &describe)?;
+                call(connection, &seconds)
+            },
+        )
     }
 
     /// Reads the replies of releases sent earlier on the slot's connection (they come before any

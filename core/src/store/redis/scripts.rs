@@ -16,6 +16,8 @@ const PRELUDE: &str = include_str!("scripts/prelude.lua");
 pub struct LockScript {
     script: redis::Script,
     code: String,
+    /// A reply of 1 means the lock was written (taken or extended): what replicas acknowledge.
+    writes_lock: bool,
 }
 
 impl LockScript {
@@ -34,6 +36,7 @@ impl LockScript {
             include_str!("scripts/waiting.lua"),
             operation,
         ])
+        .writing_lock()
     }
 
     /// A script that releases: it may hand the lock over to a waiter. `first` runs before any
@@ -52,7 +55,21 @@ impl LockScript {
         LockScript {
             script: redis::Script::new(&code),
             code,
+            writes_lock: false,
         }
+    }
+
+    /// This script, marked as one whose reply 1 means the lock was written.
+    fn writing_lock(self) -> Self {
+        LockScript {
+            writes_lock: true,
+            ..self
+        }
+    }
+
+    /// Whether a reply of 1 means the lock was written (taken or extended).
+    pub fn writes_lock(&self) -> bool {
+        self.writes_lock
     }
 
     /// The Lua source.
@@ -81,7 +98,7 @@ pub static SAVE_READ: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(Mode::Shared, include_str!("scripts/save_read.lua")));
 /// Extend. KEYS: the resource. ARGV: token, TTL ms. Returns 1, or 0 when not held.
 pub static PUT_OFF: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")));
+    LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")).writing_lock());
 /// Release, and hand the lock over to the longest waiter. KEYS: the lock KEYS up to HANDOVERS.
 /// ARGV: token. Returns 1, or 0 when not held.
 pub static DELETE: LazyLock<LockScript> = LazyLock::new(|| {
@@ -98,6 +115,12 @@ pub static EXISTS: LazyLock<LockScript> =
 /// token. Returns the token (>= 1), or 0 when not the writer.
 pub static FENCE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::new(include_str!("scripts/fence.lua")));
+
+/// A waiter handed the lock takes its hand-over record (so that nobody takes the lock back) and
+/// confirms it holds the lock: a write of its own after the releaser's, for replicas to
+/// acknowledge. KEYS: the resource, HANDOVERS. ARGV: token. Returns 1, or 0 when not held.
+pub static CLAIM: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/claim.lua")).writing_lock());
 
 /// A waiter gives up (and releases a lock handed over to it meanwhile). KEYS: the lock KEYS.
 /// ARGV: token. Returns 1.

@@ -34,6 +34,9 @@ pub enum RunErrorKind {
     NotALock,
     /// Any other error reply (wrong password, missing permission, script error).
     Server,
+    /// The script took or extended the lock, but too few replicas acknowledged the write in time
+    /// (`replicas` on a DSN, `replicas.rs`): the lock must not count, and is released.
+    NotAcknowledged,
 }
 
 impl RunError {
@@ -123,6 +126,13 @@ pub trait Transport {
     /// Whether releases on this transport are sent without waiting for their reply
     /// (`release=deferred` on a native connection).
     fn defers_release(&self) -> bool {
+        false
+    }
+
+    /// Whether a lock this transport writes counts only once replicas acknowledged it (`replicas`
+    /// on a DSN): a script that writes a lock then fails with [`RunErrorKind::NotAcknowledged`]
+    /// when too few did.
+    fn acknowledges(&self) -> bool {
         false
     }
 

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::protocol::{Signal, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
-use super::scripts::LEAVE;
+use super::scripts::{CLAIM, LEAVE};
 use super::transport::{RunErrorKind, Transport};
 use super::{is_loading, keys, run_error_kind, ttl_millis, RedisStore};
 use crate::store::{BlockingStore, Mode, WaitReport};
@@ -88,7 +88,7 @@ impl<T: Transport> RedisStore<T> {
         })?;
         let refused = Self::refusal(reply);
         match (refused, signal) {
-            (Some(_), Some(Signal::Granted)) => self.accept_hand_over(key, ttl, asked),
+            (Some(_), Some(Signal::Granted)) => self.accept_hand_over(key, ttl, asked, queue),
             (Some(left), Some(Signal::Soon)) => Ok(Round::Soon(left)),
             (Some(left), _) => Ok(Round::Held(left)),
             (None, _) => {
@@ -112,7 +112,21 @@ impl<T: Transport> RedisStore<T> {
 
     /// A release handed the lock over to this waiter: it holds it with `ttl` since some moment
     /// after `asked` (when it started to wait for the signal), so its lifetime counts from there.
-    fn accept_hand_over(&self, key: &mut Key, ttl: Ttl, asked: Instant) -> Result<Round> {
+    fn accept_hand_over(
+        &self,
+        key: &mut Key,
+        ttl: Ttl,
+        asked: Instant,
+        queue: &WaitKeys,
+    ) -> Result<Round> {
+        if self.transport.acknowledges() {
+            // The releaser's connection wrote this lock, and WAIT counts a connection's own
+            // writes only: the claim (the hand-over record goes) is this connection's write after
+            // it, so its acknowledgement covers the hand-over.
+            if self.run(&CLAIM, key, &[&queue.handovers], &[])? != 1 {
+                return Err(self.not_held(key));
+            }
+        }
         key.reset_lifetime();
         key.reduce_lifetime_from(asked, ttl);
         self.check_not_expired(key)?;
@@ -179,6 +193,20 @@ impl<T: Transport> Drop for DeadlineGuard<'_, T> {
 
 impl<T: Transport> BlockingStore for RedisStore<T> {
     fn wait(
+        &self,
+        key: &mut Key,
+        mode: Mode,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
+        let outcome = self.wait_for_lock(key, mode, ttl, deadline, report);
+        self.release_unacknowledged(key, outcome)
+    }
+}
+
+impl<T: Transport> RedisStore<T> {
+    fn wait_for_lock(
         &self,
         key: &mut Key,
         mode: Mode,
@@ -263,7 +291,7 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                     };
                     if signal == Some(Signal::Granted) {
                         report.wakeups += 1;
-                        self.accept_hand_over(key, ttl, asked)?;
+                        self.accept_hand_over(key, ttl, asked, &queue)?;
                         return Ok(true);
                     }
                     report.polls += 1;
