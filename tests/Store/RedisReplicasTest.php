@@ -39,6 +39,11 @@ final class RedisReplicasTest extends DeadboltTestCase
             }
             usleep(20_000);
         }
+        // Acknowledgements flow: a write of the primary's own reaches the replica and is acknowledged (or the setup
+        // fails here, not a test below on a slow first acknowledgement).
+        $primary = $this->primary->client();
+        $primary->set('warm', '1');
+        $this->assertSame(1, $primary->rawCommand('WAIT', '1', '20000'), 'the replica never acknowledged a write');
         Metrics::reset();
     }
 
@@ -62,7 +67,7 @@ final class RedisReplicasTest extends DeadboltTestCase
     #[DataProvider('wanted')]
     public function testALockCountsOnceItsReplicaHasIt(string $wanted): void
     {
-        $lock = $this->factory("?replicas=$wanted")->createLock('acked', 30);
+        $lock = $this->factory("?replicas=$wanted&replicas_timeout=20")->createLock('acked', 30);
         $this->assertTrue($lock->acquire());
         // WAIT returned: the replica has the write already, no polling for it.
         $this->assertSame(1, $this->replica->client()->exists('acked'));
@@ -111,9 +116,31 @@ final class RedisReplicasTest extends DeadboltTestCase
         $lock->release();
     }
 
+    /**
+     * A deadline shorter than replicas_timeout bounds the acknowledgement too: the reply comes before the socket's
+     * own (deadline-capped) timeout, so the lock written is released rather than left behind with a lost reply.
+     */
+    public function testADeadlineShorterThanTheAcknowledgementLeavesNothingHeld(): void
+    {
+        $lock = $this->factory('?replicas=1&replicas_timeout=5')->createLock('bounded', 30);
+        $this->replica->pause();
+        try {
+            try {
+                $acquired = $lock->acquire(true, 0.3);
+                $this->fail('acquired without any acknowledgement: '.json_encode($acquired));
+            } catch (LockAcquiringException $e) {
+                $this->assertStringContainsString('only 0 of the 1 replicas', (string) $e->getPrevious()?->getMessage());
+            }
+            $this->assertSame(0, $this->primary->client()->exists('bounded'), 'nothing is left on the primary');
+            $this->assertFalse($lock->isAcquired());
+        } finally {
+            $this->replica->resume();
+        }
+    }
+
     public function testARefreshNoReplicaAcknowledgedFailsAndReleases(): void
     {
-        $lock = $this->factory('?replicas=1&replicas_timeout=0.2')->createLock('refreshed', 30);
+        $lock = $this->factory('?replicas=1&replicas_timeout=2')->createLock('refreshed', 30);
         $this->assertTrue($lock->acquire());
         $this->replica->pause();
         try {

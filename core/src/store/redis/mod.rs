@@ -12,6 +12,7 @@
 mod client;
 pub mod connections;
 pub mod dsn;
+mod eviction;
 mod keys;
 pub mod native;
 mod pending;

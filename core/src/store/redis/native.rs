@@ -13,16 +13,14 @@ use crate::process::PerProcess;
 use crate::store::redis::client::client_for;
 use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::{Dsn, Endpoint};
+use crate::store::redis::eviction::eviction_warning;
 use crate::store::redis::pending::UnreadReplies;
 use crate::store::redis::protocol::Signal;
-use crate::store::redis::replicas::{self, Shortfall};
+use crate::store::redis::replicas::{self, ReplicaAck, Shortfall};
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 use crate::store::redis::wording;
 use crate::store::PendingRelease;
-
-/// Eviction policies that may drop a live lock key.
-const EVICTING_POLICIES: [&str; 2] = ["allkeys-", "volatile-"];
 
 /// A transport on the process's native connection for one DSN.
 pub struct NativeTransport {
@@ -81,6 +79,18 @@ impl NativeTransport {
         }
     }
 
+    /// The DSN's acknowledgement, its WAIT bounded by half the time left to the deadline: its
+    /// reply must come before the socket's timeout (capped by the same deadline), or a wait
+    /// would take the lock, lose the reply, and leave the lock behind.
+    fn replicas(&self) -> Option<ReplicaAck> {
+        let mut ack = self.dsn.replicas?;
+        if let Some(deadline) = *self.deadline.lock() {
+            let half_left = deadline.saturating_duration_since(Instant::now()) / 2;
+            ack.timeout = ack.timeout.min(half_left).max(Duration::from_millis(1));
+        }
+        Some(ack)
+    }
+
     /// A write too few replicas acknowledged, as the error the store releases the lock on.
     fn acknowledged(&self, shortfall: Option<Shortfall>) -> Result<(), RunError> {
         shortfall.map_or(Ok(()), |shortfall| {
@@ -128,34 +138,6 @@ fn set_read_timeout(
     Ok(())
 }
 
-/// Warns when the server may evict lock keys. CONFIG may be refused (ACLs, managed services):
-/// then nothing is said. `Err` when the connection failed on the way (it is then unusable).
-fn eviction_warning(
-    connection: &mut redis::Connection,
-    name: &str,
-) -> redis::RedisResult<Option<String>> {
-    let reply: Vec<String> = match redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("maxmemory-policy")
-        .query(connection)
-    {
-        Ok(reply) => reply,
-        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => return Err(e),
-        Err(_) => return Ok(None),
-    };
-    let Some(policy) = reply.get(1) else {
-        return Ok(None);
-    };
-    Ok(EVICTING_POLICIES
-        .iter()
-        .any(|prefix| policy.starts_with(prefix))
-        .then(|| {
-            format!(
-                "Redis at {name} uses maxmemory-policy {policy}: under memory pressure it may evict live lock keys, which silently breaks mutual exclusion. Use noeviction for lock data."
-            )
-        }))
-}
-
 impl Transport for NativeTransport {
     fn name(&self) -> &str {
         &self.name
@@ -163,7 +145,7 @@ impl Transport for NativeTransport {
 
     fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
         let describe = |e: &redis::RedisError| self.error(e).to_string();
-        let ack = self.dsn.replicas.filter(|_| script.writes_lock());
+        let ack = self.replicas().filter(|_| script.writes_lock());
         let wait = self.dsn.read_timeout + ack.map_or(Duration::ZERO, |ack| ack.timeout);
         let (reply, shortfall) = self.with_connection(wait, |connection, unread| {
             let reply = unread.run_behind(connection, script, keys, args, &describe)?;
@@ -217,7 +199,7 @@ impl Transport for NativeTransport {
             }?;
             let signal = replies.1.and_then(|(_, item)| Signal::parse(&item));
             // Taken by the attempt (a hand-over is acknowledged through its claim, wait.rs).
-            let shortfall = replicas::check(self.dsn.replicas, replies.0 == 1, connection)?;
+            let shortfall = replicas::check(self.replicas(), replies.0 == 1, connection)?;
             Ok(((replies.0, signal), shortfall))
         })
         .and_then(|(ran, shortfall)| self.acknowledged(shortfall).map(|()| ran))
