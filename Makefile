@@ -114,5 +114,8 @@ uninstall:
 $(SO):
 	$(MAKE) build
 
+# Unmounts what a killed Debian root run left under target/roots first: cargo clean would delete through those
+# mounts (the host's /dev, the bind-mounted checkout).
 clean:
+	@bash scripts/debian-root.sh unmount
 	cargo clean

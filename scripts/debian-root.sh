@@ -7,12 +7,17 @@
 #                                                            # and the host's ~/.cargo and ~/.rustup bind-mounted
 #                                                            # at their own paths
 #   scripts/debian-root.sh path NAME                         # where the root lives
+#   scripts/debian-root.sh unmount                           # unmounts whatever is left mounted under target/roots
+#                                                            # (`make clean` runs it first)
 #
 # DEADBOLT_ROOT_NO_TOOLCHAIN=1 leaves ~/.cargo and ~/.rustup out (the package tests: a root with PHP only).
 #
 # --fresh runs CMD in a throw-away copy of the root (an overlay whose upper layer is discarded afterwards): a
 # package test installs into a root that nothing else has touched, however often it runs.
-# Everything mounted is unmounted again, also when CMD fails or the script is interrupted.
+# Everything mounted is unmounted again, also when CMD fails or the script is interrupted. A run killed outright
+# (SIGKILL: no trap runs) leaves its mounts, among them the host's /dev and the project itself: the next run of that
+# root, and `make clean`, unmount them first, since deleting through them deletes the host's device nodes and the
+# checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROJECT=$PWD
@@ -96,6 +101,7 @@ in_root() {
     mount -t overlay overlay -o "lowerdir=$base,upperdir=$overlay/upper,workdir=$overlay/work" "$overlay/merged"
     dir=$overlay/merged
   fi
+  [ "$fresh" = 1 ] || unmount_below "$base"   # what a killed run left (this run holds the root's lock)
   # shellcheck disable=SC2064
   trap "unmount_below '$dir'; [ -n '$overlay' ] && { umount -l '$overlay/merged' 2>/dev/null; rm -rf --one-file-system '$overlay'; }" EXIT INT TERM
   cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
@@ -140,5 +146,8 @@ case "$cmd" in
     if [ "$1" = --fresh ]; then fresh=1; shift; else lock_root "$name"; fi
     in_root "$name" "$fresh" "$@" ;;
   path) echo "$ROOTS/${1:?NAME}" ;;
-  *) die "usage: debian-root.sh ensure|run|path ..." ;;
+  unmount)
+    unmount_below "$ROOTS"
+    if findmnt -rn -o TARGET | grep -F "$ROOTS/" >/dev/null; then die "$ROOTS still has mounts"; fi ;;
+  *) die "usage: debian-root.sh ensure|run|path|unmount ..." ;;
 esac
