@@ -98,7 +98,28 @@ impl<T: Transport> RedisStore<T> {
         let argv: Vec<&[u8]> = std::iter::once(token.as_str().as_bytes())
             .chain(args.iter().copied())
             .collect();
-        call(&keys, &argv).map_err(|e| self.storage_error(key, e))
+        call(&keys, &argv).map_err(|e| match e.kind() {
+            RunErrorKind::NotAcknowledged => self.unacknowledged(key, e),
+            _ => self.storage_error(key, e),
+        })
+    }
+
+    /// A lock written that too few replicas acknowledged (`replicas` on the DSN) must not count:
+    /// it is released (a failed release is left to the TTL), counted, and the error says so.
+    /// Here, where every script's failure passes, so that no caller has to remember it.
+    fn unacknowledged(&self, key: &Key, e: RunError) -> Error {
+        crate::metrics::count(crate::metrics::Counter::Unacknowledged, 1);
+        let [queue, waiters, handovers] = release_companions(key.resource());
+        let released = match self.run(&DELETE, key, &[&queue, &waiters, &handovers], &[]) {
+            Ok(_) => "it was released",
+            Err(_) => "releasing it failed too: it expires with its TTL",
+        };
+        let message = format!(
+            "The \"{}\" lock does not count in {}: {e}; {released}.",
+            key.display_resource(),
+            self.name
+        );
+        Error::storage(message, e)
     }
 
     fn storage_error(&self, key: &Key, e: RunError) -> Error {
@@ -150,37 +171,6 @@ impl<T: Transport> RedisStore<T> {
             return Err(expired_on_save(self, key));
         }
         Ok(())
-    }
-
-    /// A lock written that too few replicas acknowledged (`replicas` on the DSN) must not count:
-    /// it is released (a failed release is left to the TTL), counted, and the error says so.
-    fn release_unacknowledged<R>(&self, key: &mut Key, outcome: Result<R>) -> Result<R> {
-        match outcome {
-            Err(e) if run_error_kind(&e) == Some(RunErrorKind::NotAcknowledged) => {
-                crate::metrics::count(crate::metrics::Counter::Unacknowledged, 1);
-                // The transport's own words (the storage error around them names the lock too).
-                let why = match &e {
-                    Error::Storage {
-                        source: Some(cause),
-                        ..
-                    } => cause.to_string(),
-                    other => other.to_string(),
-                };
-                let released = match self.delete(key) {
-                    Ok(()) => "it was released",
-                    Err(_) => "releasing it failed too: it expires with its TTL",
-                };
-                Err(Error::storage(
-                    format!(
-                        "The \"{}\" lock does not count in {}: {why}; {released}.",
-                        key.display_resource(),
-                        self.name
-                    ),
-                    e,
-                ))
-            }
-            other => other,
-        }
     }
 
     fn not_held(&self, key: &Key) -> Error {
@@ -253,8 +243,7 @@ impl<T: Transport> Store for RedisStore<T> {
             key,
             &[&queue, &waiters, &handovers],
             &[ttl_ms.as_bytes()],
-        );
-        let reply = self.release_unacknowledged(key, reply)?;
+        )?;
         if Self::refusal(reply).is_some() {
             return Err(Error::conflict(key.display_resource(), &self.name));
         }
@@ -264,8 +253,7 @@ impl<T: Transport> Store for RedisStore<T> {
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
         key.reduce_lifetime(ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
-        let reply = self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()]);
-        if self.release_unacknowledged(key, reply)? != 1 {
+        if self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()])? != 1 {
             return Err(self.not_held(key));
         }
         if key.is_expired() {

@@ -200,20 +200,6 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
         deadline: Option<Instant>,
         report: &mut WaitReport,
     ) -> Result<bool> {
-        let outcome = self.wait_for_lock(key, mode, ttl, deadline, report);
-        self.release_unacknowledged(key, outcome)
-    }
-}
-
-impl<T: Transport> RedisStore<T> {
-    fn wait_for_lock(
-        &self,
-        key: &mut Key,
-        mode: Mode,
-        ttl: Option<Ttl>,
-        deadline: Option<Instant>,
-        report: &mut WaitReport,
-    ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
         let queue = WaitKeys::new(key.resource(), key.token()?.as_str());
         let _bounded = DeadlineGuard::new(&self.transport, deadline);
