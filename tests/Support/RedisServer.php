@@ -22,11 +22,13 @@ final class RedisServer
 
     /**
      * @param array<string, string> $options extra redis-server options without the dashes, e.g. ['requirepass' => 'x']
+     * @param list<string>|null     $sentinel a sentinel's own config lines ("sentinel monitor ..."), null for a server
      */
     private function __construct(
         public readonly string $dir,
         public readonly int $port,
         private readonly array $options,
+        private readonly ?array $sentinel = null,
     ) {
         $this->ownerPid = posix_getpid();
     }
@@ -36,6 +38,32 @@ final class RedisServer
      */
     public static function start(array $options = []): self
     {
+        return self::launchIn(fn (string $dir, int $port) => new self($dir, $port, $options));
+    }
+
+    /**
+     * A sentinel (redis-server --sentinel) watching the primary at 127.0.0.1:$primaryPort as $service, quick to
+     * call it down (500 ms) and to fail over again; $lines are more sentinel config lines (a requirepass...).
+     *
+     * @param list<string> $lines
+     */
+    public static function startSentinel(string $service, int $primaryPort, int $quorum = 2, array $lines = []): self
+    {
+        $own = [
+            "sentinel monitor $service 127.0.0.1 $primaryPort $quorum",
+            "sentinel down-after-milliseconds $service 500",
+            "sentinel failover-timeout $service 2000",
+            ...$lines,
+        ];
+
+        return self::launchIn(fn (string $dir, int $port) => new self($dir, $port, [], $own));
+    }
+
+    /**
+     * @param \Closure(string, int): self $make
+     */
+    private static function launchIn(\Closure $make): self
+    {
         $dir = sys_get_temp_dir().'/deadbolt-redis-'.bin2hex(random_bytes(6));
         if (!mkdir($dir, 0700, true)) {
             throw new \RuntimeException('Cannot create '.$dir);
@@ -43,7 +71,7 @@ final class RedisServer
         $lastError = '';
         // The free port may be taken between asking for it and redis binding it: try another one then.
         for ($attempt = 0; $attempt < 5; ++$attempt) {
-            $server = new self($dir, self::freePort(), $options);
+            $server = $make($dir, self::freePort());
             try {
                 $server->launch();
 
@@ -175,17 +203,24 @@ final class RedisServer
             'logfile' => $this->dir.'/redis.log',
             'daemonize' => 'no',
         ];
+        if (null !== $this->sentinel) {
+            // A sentinel rewrites its config file as it learns the topology: its own lines, not a server's.
+            $options = array_intersect_key($options, array_flip(['port', 'bind', 'dir', 'logfile', 'daemonize']));
+        }
         $lines = '';
         foreach ([$options, $this->options] as $set) {
             foreach ($set as $name => $value) {
                 $lines .= $name.' '.self::configValue($value)."\n";
             }
         }
+        foreach ($this->sentinel ?? [] as $line) {
+            $lines .= $line."\n";
+        }
         $config = $this->dir.'/redis.conf';
         if (false === file_put_contents($config, $lines) || !chmod($config, 0600)) {
             throw new \RuntimeException('Cannot write '.$config);
         }
-        $command = [deadbolt_redis_binary('server'), $config];
+        $command = [deadbolt_redis_binary('server'), $config, ...(null !== $this->sentinel ? ['--sentinel'] : [])];
         $null = ['file', '/dev/null', 'a'];
         $process = proc_open($command, [0 => ['file', '/dev/null', 'r'], 1 => $null, 2 => $null], $pipes);
         if (false === $process) {

@@ -31,7 +31,13 @@ use Deadbolt\Key;
  * DSN forms (the connection is opened at the first lock operation, not here):
  * - `redis://[user[:password]@]host[:port][/db][?options]` (port 6379, database 0 by default);
  * - `rediss://...`: TLS; the server certificate is always verified, no option turns that off;
- * - `redis:///path/to/redis.sock[?db=N]`: a unix socket.
+ * - `redis:///path/to/redis.sock[?db=N]`: a unix socket;
+ * - Sentinel, in Symfony's forms: `redis:?host[s1:26379]&host[s2:26379]&redis_sentinel=mymaster[&db=N]` or
+ *   `redis://s1:26379[/db]?redis_sentinel=mymaster` (`sentinel_master` is the same option). The hosts are
+ *   sentinels, asked in turn for the service's primary at each new connection; the primary found must answer ROLE
+ *   as one. A primary that dies or is turned into a replica (READONLY) is left for the one the sentinels name then,
+ *   with the same store and Lock objects. The user and password are the primary's; `sentinel_username` and
+ *   `sentinel_password_env` are the sentinels' own. `rediss:?host[...]...` speaks TLS to sentinels and primary.
  *
  * DSN options: `timeout` (connect timeout, seconds, default 2), `read_timeout` (seconds, default 2),
  * `password_env` (the NAME of an environment variable holding the password, so the secret stays out of

@@ -5,8 +5,12 @@
 //! Options: `timeout` (connect, seconds), `read_timeout` (seconds), `password_env` (the NAME of an
 //! environment variable holding the password, so the secret stays out of configuration),
 //! `ca_file` (PEM bundle for `rediss`), `db`.
+//!
+//! Sentinel, in Symfony's forms: `redis:?host[h1:26379]&host[h2:26379]&redis_sentinel=mymaster`
+//! or `redis://h1:26379?redis_sentinel=mymaster` (the hosts are sentinels; `sentinel_master` is
+//! the same option). The user and password are the primary's; `sentinel_username` and
+//! `sentinel_password_env` are the sentinels' own, when they have some.
 
-use sha2::{Digest, Sha256};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,8 +27,35 @@ pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// Where the server is.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Endpoint {
-    Tcp { host: String, port: u16, tls: bool },
+    Tcp {
+        host: String,
+        port: u16,
+        tls: bool,
+    },
     Unix(PathBuf),
+    /// The primary of a Sentinel service, asked of its sentinels at each connection.
+    Sentinel(Sentinels),
+}
+
+impl Endpoint {
+    pub fn tls(&self) -> bool {
+        match self {
+            Endpoint::Tcp { tls, .. } => *tls,
+            Endpoint::Unix(_) => false,
+            Endpoint::Sentinel(sentinels) => sentinels.tls,
+        }
+    }
+}
+
+/// A Sentinel service: its name, the sentinels to ask (in the DSN's order), and their own
+/// credentials (the DSN's user and password are the primary's).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Sentinels {
+    pub service: String,
+    pub nodes: Vec<(String, u16)>,
+    pub tls: bool,
+    pub username: Option<String>,
+    pub password: Option<String>,
 }
 
 /// A parsed DSN. `Debug` and `Display` never show the user name or the password.
@@ -85,8 +116,33 @@ impl Dsn {
         };
         let mut replicas_timeout = None;
         let mut db_in_query = None;
+        let mut hosts = Vec::new();
+        let mut service = None;
+        let (mut sentinel_username, mut sentinel_password) = (None, None);
+        let secret_from = |value: &str, option: &str| {
+            env(value).ok_or_else(|| {
+                bad(format!(
+                    "the environment variable \"{}\" named by {option} is not set",
+                    cut(value)
+                ))
+            })
+        };
         for (name, value) in url.query_pairs() {
             match name.as_ref() {
+                host if host.starts_with("host[") && host.ends_with(']') => {
+                    if !value.is_empty() {
+                        return Err(bad("host[...] takes no value".into()));
+                    }
+                    hosts.push(host_and_port(&host[5..host.len() - 1])?);
+                }
+                "redis_sentinel" | "sentinel_master" => service = Some(value.into_owned()),
+                "sentinel_username" => sentinel_username = Some(value.into_owned()),
+                "sentinel_password_env" => {
+                    sentinel_password = Some(secret_from(&value, "sentinel_password_env")?);
+                }
+                "redis_cluster" => {
+                    return Err(bad("redis_cluster is not supported by a DSN yet: pass a connected \\RedisCluster object to RedisStore".into()))
+                }
                 "timeout" => dsn.connect_timeout = seconds(&name, &value)?,
                 "read_timeout" => dsn.read_timeout = seconds(&name, &value)?,
                 "db" => db_in_query = Some(database(&value)?),
@@ -111,45 +167,55 @@ impl Dsn {
                     });
                 }
                 "replicas_timeout" => replicas_timeout = Some(seconds(&name, &value)?),
-                "password_env" => {
-                    let secret = env(&value).ok_or_else(|| {
-                        bad(format!(
-                            "the environment variable \"{}\" named by password_env is not set",
-                            cut(&value)
-                        ))
-                    })?;
-                    password = Some(secret);
-                }
+                "password_env" => password = Some(secret_from(&value, "password_env")?),
                 other => return Err(bad(format!("unknown option \"{}\"", cut(other)))),
             }
         }
         dsn.password = password;
-        match url.host_str().filter(|h| !h.is_empty()) {
-            Some(host) => {
-                let host = host
-                    .trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .to_owned();
-                let port = url.port().unwrap_or(DEFAULT_PORT);
-                dsn.endpoint = Endpoint::Tcp { host, port, tls };
-                let path = url.path().trim_start_matches('/');
-                if !path.is_empty() {
-                    dsn.db = database(path)?;
-                }
-            }
-            None => {
-                if tls {
-                    return Err(bad("TLS needs a host name, not a unix socket".into()));
-                }
-                let path = percent_encoding::percent_decode_str(url.path())
-                    .decode_utf8()
-                    .map_err(|_| bad("the socket path is not valid UTF-8".into()))?;
-                if path.is_empty() || path == "/" {
-                    return Err(bad("it names neither a host nor a socket path".into()));
-                }
-                dsn.endpoint = Endpoint::Unix(PathBuf::from(path.as_ref()));
-            }
+        let authority = url.host_str().filter(|h| !h.is_empty()).map(|host| {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            (host.to_owned(), url.port().unwrap_or(DEFAULT_PORT))
+        });
+        if service.is_none() && (sentinel_username.is_some() || sentinel_password.is_some()) {
+            return Err(bad(
+                "sentinel_username and sentinel_password_env need redis_sentinel".into(),
+            ));
         }
+        dsn.endpoint = match (service, authority) {
+            (Some(service), authority) => {
+                if service.is_empty() {
+                    return Err(bad("redis_sentinel names no service".into()));
+                }
+                if authority.is_none() && !url.path().is_empty() {
+                    return Err(bad("sentinels are host:port, not a socket path".into()));
+                }
+                let nodes: Vec<_> = authority.into_iter().chain(hosts).collect();
+                if nodes.is_empty() {
+                    return Err(bad(
+                        "redis_sentinel needs a sentinel: host[h:26379], or the DSN's host".into(),
+                    ));
+                }
+                dsn.db = path_database(&url)?;
+                Endpoint::Sentinel(Sentinels {
+                    service,
+                    nodes,
+                    tls,
+                    username: sentinel_username,
+                    password: sentinel_password,
+                })
+            }
+            (None, authority) if hosts.len() + usize::from(authority.is_some()) > 1 => {
+                return Err(bad("several hosts need redis_sentinel=<service> (for a cluster, pass a connected \\RedisCluster object)".into()));
+            }
+            (None, Some((host, port))) => {
+                dsn.db = path_database(&url)?;
+                Endpoint::Tcp { host, port, tls }
+            }
+            (None, None) => match hosts.pop() {
+                Some((host, port)) => Endpoint::Tcp { host, port, tls },
+                None => socket_endpoint(&url, tls)?,
+            },
+        };
         if let Some(db) = db_in_query {
             dsn.db = db;
         }
@@ -168,48 +234,6 @@ impl Dsn {
     pub fn redacted(&self) -> String {
         self.to_string()
     }
-
-    /// What makes two DSNs the same connection: endpoint, TLS and CA, database, credentials as
-    /// resolved (a `password_env` variable read now), timeouts. Not the DSN text: two spellings
-    /// of one connection share it, and one text whose password variable changed does not. A
-    /// digest, so the credentials are not kept once more in the clear.
-    pub fn connection_identity(&self) -> String {
-        let mut hasher = Sha256::new();
-        let mut part = |bytes: &[u8]| {
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        };
-        match &self.endpoint {
-            Endpoint::Tcp { host, port, tls } => {
-                part(b"tcp");
-                part(host.as_bytes());
-                part(&port.to_le_bytes());
-                part(&[u8::from(*tls)]);
-            }
-            Endpoint::Unix(path) => {
-                part(b"unix");
-                part(path.as_os_str().as_encoded_bytes());
-            }
-        }
-        part(&self.db.to_le_bytes());
-        for secret in [&self.username, &self.password] {
-            match secret {
-                Some(value) => part(&[&[1u8], value.as_bytes()].concat()),
-                None => part(&[0]),
-            }
-        }
-        part(&self.connect_timeout.as_nanos().to_le_bytes());
-        part(&self.read_timeout.as_nanos().to_le_bytes());
-        match &self.ca_file {
-            Some(path) => part(&[&[1u8], path.as_os_str().as_encoded_bytes()].concat()),
-            None => part(&[0]),
-        }
-        hasher
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
-    }
 }
 
 impl fmt::Display for Dsn {
@@ -217,13 +241,16 @@ impl fmt::Display for Dsn {
         match &self.endpoint {
             Endpoint::Tcp { host, port, tls } => {
                 let scheme = if *tls { "rediss" } else { "redis" };
-                if host.contains(':') {
-                    write!(f, "{scheme}://[{host}]:{port}/{}", self.db)
-                } else {
-                    write!(f, "{scheme}://{host}:{port}/{}", self.db)
-                }
+                write!(f, "{scheme}://{}/{}", host_port(host, *port), self.db)
             }
             Endpoint::Unix(path) => write!(f, "redis://{}?db={}", path.display(), self.db),
+            Endpoint::Sentinel(sentinels) => {
+                f.write_str(if sentinels.tls { "rediss:?" } else { "redis:?" })?;
+                for (host, port) in &sentinels.nodes {
+                    write!(f, "host[{}]&", host_port(host, *port))?;
+                }
+                write!(f, "redis_sentinel={}&db={}", sentinels.service, self.db)
+            }
         }
     }
 }
@@ -237,6 +264,15 @@ impl fmt::Debug for Dsn {
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
             .finish()
+    }
+}
+
+/// `host:port`, an IPv6 address in brackets.
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 
@@ -260,6 +296,55 @@ fn seconds(name: &str, value: &str) -> Result<Duration> {
         .ok_or_else(|| bad(format!("{name} must be a number of seconds in (0, 3600]")))
 }
 
+/// A unix socket DSN's endpoint: `redis:///path/to/redis.sock`.
+fn socket_endpoint(url: &url::Url, tls: bool) -> Result<Endpoint> {
+    if tls {
+        return Err(bad("TLS needs a host name, not a unix socket".into()));
+    }
+    let path = percent_encoding::percent_decode_str(url.path())
+        .decode_utf8()
+        .map_err(|_| bad("the socket path is not valid UTF-8".into()))?;
+    if path.is_empty() || path == "/" {
+        return Err(bad("it names neither a host nor a socket path".into()));
+    }
+    Ok(Endpoint::Unix(PathBuf::from(path.as_ref())))
+}
+
+/// The database in a host DSN's path (`redis://host/3`), 0 without one.
+fn path_database(url: &url::Url) -> Result<i64> {
+    match url.path().trim_start_matches('/') {
+        "" => Ok(0),
+        path => database(path),
+    }
+}
+
+/// `h:26379`, `[::1]:26379` or `h` (port 6379, as Symfony reads it) from a `host[...]` option.
+fn host_and_port(text: &str) -> Result<(String, u16)> {
+    let invalid = || bad(format!("host[{}] is not host:port", cut(text)));
+    let (host, port) = match text.strip_prefix('[') {
+        Some(rest) => {
+            let (host, after) = rest.split_once(']').ok_or_else(invalid)?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match text.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        },
+    };
+    if host.is_empty() || host.starts_with('/') || host.contains(['/', '[', ']', '@']) {
+        return Err(invalid());
+    }
+    let port = match port {
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(invalid)?,
+        None => DEFAULT_PORT,
+    };
+    Ok((host.to_owned(), port))
+}
+
 fn database(value: &str) -> Result<i64> {
     value
         .parse::<i64>()
@@ -267,6 +352,9 @@ fn database(value: &str) -> Result<i64> {
         .filter(|db| (0..=65535).contains(db))
         .ok_or_else(|| bad("the database (db) must be a number from 0 to 65535".into()))
 }
+
+#[path = "dsn_identity.rs"]
+mod identity;
 
 #[cfg(test)]
 #[path = "dsn_tests.rs"]

@@ -176,3 +176,102 @@ fn replicas_are_asked_for_by_count_or_share_with_a_timeout_of_their_own() {
         "{zero}"
     );
 }
+
+fn sentinels(dsn: &Dsn) -> &Sentinels {
+    match &dsn.endpoint {
+        Endpoint::Sentinel(sentinels) => sentinels,
+        _ => panic!("not a sentinel DSN"),
+    }
+}
+
+#[test]
+fn reads_symfonys_sentinel_forms() {
+    let listed =
+        parse("redis:?host[s1:26379]&host[[::1]:26380]&host[s3]&redis_sentinel=mymaster&db=2")
+            .unwrap();
+    let nodes = &sentinels(&listed).nodes;
+    assert_eq!(
+        nodes,
+        &[
+            ("s1".to_owned(), 26379),
+            ("::1".to_owned(), 26380),
+            ("s3".to_owned(), 6379)
+        ]
+    );
+    assert_eq!(sentinels(&listed).service, "mymaster");
+    assert_eq!(listed.db, 2);
+    assert_eq!(
+        listed.redacted(),
+        "redis:?host[s1:26379]&host[[::1]:26380]&host[s3:6379]&redis_sentinel=mymaster&db=2"
+    );
+    let authority =
+        parse("rediss://app:pw@s1:26379/4?host[s2:26379]&sentinel_master=svc&sentinel_password_env=LOCK_PW")
+            .unwrap();
+    let found = sentinels(&authority);
+    assert_eq!(found.nodes.len(), 2);
+    assert!(found.tls);
+    assert_eq!(found.password.as_deref(), Some("s3cret"));
+    assert_eq!(
+        authority.password.as_deref(),
+        Some("pw"),
+        "the primary's own"
+    );
+    assert_eq!(authority.db, 4);
+    assert!(!authority.redacted().contains("s3cret") && !authority.redacted().contains("pw"));
+}
+
+#[test]
+fn a_sentinel_service_is_its_own_connection() {
+    let id = |text: &str| parse(text).unwrap().connection_identity();
+    let base = id("redis:?host[s1:26379]&redis_sentinel=a");
+    assert_ne!(base, id("redis:?host[s1:26379]&redis_sentinel=b"));
+    assert_ne!(base, id("redis:?host[s1:26380]&redis_sentinel=a"));
+    assert_ne!(base, id("redis://s1:26379"));
+    assert_ne!(
+        base,
+        id("redis:?host[s1:26379]&redis_sentinel=a&sentinel_username=u")
+    );
+    assert_eq!(base, id("redis://s1:26379?redis_sentinel=a"));
+}
+
+#[test]
+fn one_listed_host_without_sentinel_is_a_plain_server() {
+    let dsn = parse("redis:?host[cache:6380]&db=1").unwrap();
+    assert!(matches!(&dsn.endpoint, Endpoint::Tcp { host, port: 6380, .. } if host == "cache"));
+    assert_eq!(dsn.db, 1);
+}
+
+#[test]
+fn refuses_what_sentinel_cannot_mean() {
+    for (text, wanted) in [
+        (
+            "redis:?host[a:1]&host[b:2]",
+            "several hosts need redis_sentinel",
+        ),
+        ("redis://a?host[b:2]", "several hosts need redis_sentinel"),
+        ("redis:?redis_sentinel=x", "redis_sentinel needs a sentinel"),
+        ("redis:?host[a:1]&redis_sentinel=", "names no service"),
+        ("redis:///tmp/r.sock?redis_sentinel=x", "not a socket path"),
+        (
+            "redis:?host[a:99999]&redis_sentinel=x",
+            "host[a:99999] is not host:port",
+        ),
+        ("redis:?host[/tmp/s]&redis_sentinel=x", "is not host:port"),
+        (
+            "redis:?host[a:1]=w&redis_sentinel=x",
+            "host[...] takes no value",
+        ),
+        ("redis://a?sentinel_username=u", "need redis_sentinel"),
+        (
+            "redis:?host[a:1]&redis_sentinel=x&sentinel_password_env=NOPE",
+            "\"NOPE\" named by sentinel_password_env is not set",
+        ),
+        (
+            "redis:?host[a:1]&host[b:1]&redis_cluster=1",
+            "redis_cluster is not supported by a DSN yet",
+        ),
+    ] {
+        let message = parse(text).unwrap_err().to_string();
+        assert!(message.contains(wanted), "{text}: {message}");
+    }
+}

@@ -19,6 +19,7 @@ mod pending;
 pub mod protocol;
 pub mod replicas;
 pub mod scripts;
+mod sentinel;
 pub mod transport;
 mod wait;
 mod wording;

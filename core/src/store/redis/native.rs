@@ -10,14 +10,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::process::PerProcess;
-use crate::store::redis::client::client_for;
+use crate::store::redis::client::{ConnectError, Connector};
 use crate::store::redis::connections::{slot_for, Slot};
-use crate::store::redis::dsn::{Dsn, Endpoint};
+use crate::store::redis::dsn::Dsn;
 use crate::store::redis::eviction::eviction_warning;
 use crate::store::redis::pending::UnreadReplies;
 use crate::store::redis::protocol::Signal;
 use crate::store::redis::replicas::{self, ReplicaAck, Shortfall};
 use crate::store::redis::scripts::LockScript;
+use crate::store::redis::sentinel::Bounds;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 use crate::store::redis::wording;
 use crate::store::PendingRelease;
@@ -25,7 +26,7 @@ use crate::store::PendingRelease;
 /// A transport on the process's native connection for one DSN.
 pub struct NativeTransport {
     dsn: Dsn,
-    client: redis::Client,
+    connector: Arc<Connector>,
     /// This process's slot (another process looks up its own).
     slot: PerProcess<Arc<Mutex<Slot>>>,
     /// The name of the slot in `SLOTS` (a digest of the connection identity).
@@ -42,12 +43,12 @@ impl NativeTransport {
     /// [`crate::Error::InvalidArgument`] for a malformed DSN or an unreadable CA file.
     pub fn new(dsn_text: &str) -> crate::Result<Self> {
         let dsn = Dsn::parse(dsn_text)?;
-        let client = client_for(&dsn)?;
+        let connector = Arc::new(Connector::for_dsn(&dsn)?);
         let name = dsn.redacted();
         let slot_name = dsn.connection_identity();
         Ok(NativeTransport {
             dsn,
-            client,
+            connector,
             slot: PerProcess::new(),
             slot_name,
             deadline: Mutex::new(None),
@@ -56,16 +57,19 @@ impl NativeTransport {
     }
 
     fn connect(&self) -> Result<redis::Connection, RunError> {
-        let connection = self
-            .client
-            .get_connection_with_timeout(self.capped(self.dsn.connect_timeout))
-            .map_err(|e| self.error(&e))?;
-        let timeout = Some(self.dsn.read_timeout);
-        connection
-            .set_read_timeout(timeout)
-            .and_then(|()| connection.set_write_timeout(timeout))
-            .map_err(|e| self.error(&e))?;
-        Ok(connection)
+        let bounds = Bounds {
+            connect: self.dsn.connect_timeout,
+            read: self.dsn.read_timeout,
+            capped: &|wanted| self.capped(wanted),
+            describe: &|e| self.describe(e),
+        };
+        self.connector.connect(&bounds).map_err(|e| match e {
+            ConnectError::Redis(e) => self.error(&e),
+            ConnectError::NoPrimary(why) => RunError::new(
+                RunErrorKind::Connection,
+                format!("Redis at {}: {why}", self.name),
+            ),
+        })
     }
 
     /// `wanted`, or the time left to the deadline when that is shorter (at least 1 ms: a zero
@@ -108,6 +112,8 @@ impl NativeTransport {
         } else {
             match e.code() {
                 Some("LOADING") => RunErrorKind::Loading,
+                // A primary turned replica (a failover): another connection finds the new one.
+                Some("READONLY" | "UNBLOCKED" | "MASTERDOWN") => RunErrorKind::Connection,
                 Some("NOSCRIPT") => RunErrorKind::NoScript,
                 Some(code) if code == crate::store::redis::protocol::NOT_A_LOCK => {
                     RunErrorKind::NotALock
@@ -115,12 +121,18 @@ impl NativeTransport {
                 _ => RunErrorKind::Server,
             }
         };
+        RunError::new(
+            kind,
+            format!("Redis at {}: {}", self.name, self.describe(e)),
+        )
+    }
+
+    fn describe(&self, e: &redis::RedisError) -> String {
         let context = wording::Context {
-            tls: matches!(self.dsn.endpoint, Endpoint::Tcp { tls: true, .. }),
+            tls: self.dsn.endpoint.tls(),
             timeout: self.dsn.read_timeout,
         };
-        let text = wording::describe(e, context);
-        RunError::new(kind, format!("Redis at {}: {text}", self.name))
+        wording::describe(e, context)
     }
 }
 
@@ -256,7 +268,7 @@ impl NativeTransport {
     fn twin(&self, purpose: &str) -> Self {
         NativeTransport {
             dsn: self.dsn.clone(),
-            client: self.client.clone(),
+            connector: Arc::clone(&self.connector),
             slot: PerProcess::new(),
             slot_name: format!("{}#{purpose}", self.slot_name),
             deadline: Mutex::new(None),
