@@ -120,6 +120,73 @@ final class SentinelGroup
         self::waitFor("port {$server->port} to become a replica", fn (): bool => 'slave' === $server->client($this->password)->rawCommand('ROLE')[0]);
     }
 
+    /**
+     * Waits until every sentinel names one primary that says it is one, every other server replicates it with its
+     * link up, and every sentinel lists the others as replicas in good standing: the next failover can then happen.
+     * Returns that primary. The primary is read from the sentinels each time, not assumed: on a loaded machine they
+     * may fail over once more. A server that follows another is pointed at it (what the sentinels would do within
+     * ~10 s).
+     */
+    public function waitUntilSettled(): RedisServer
+    {
+        $why = '';
+        $settled = null;
+        self::waitFor('the servers and sentinels to settle', function () use (&$why, &$settled): bool {
+            $ports = [];
+            foreach ($this->sentinels as $sentinel) {
+                $ports[] = (int) $sentinel->client($this->sentinelPassword)->rawCommand('SENTINEL', 'get-master-addr-by-name', self::SERVICE)[1];
+            }
+            if (1 !== \count(array_unique($ports))) {
+                $why = 'the sentinels name '.implode(', ', $ports);
+
+                return false;
+            }
+            $primary = $this->primary();
+            if ('master' !== $primary->client($this->password)->rawCommand('ROLE')[0]) {
+                $why = "port {$primary->port} is named but is no primary";
+
+                return false;
+            }
+            $others = array_values(array_filter($this->servers, fn (RedisServer $s) => $s !== $primary));
+            foreach ($others as $server) {
+                $client = $server->client($this->password);
+                $info = (string) $client->rawCommand('INFO', 'replication');
+                if (!str_contains($info, "master_port:{$primary->port}\r")) {
+                    $client->rawCommand('REPLICAOF', '127.0.0.1', (string) $primary->port);
+                }
+                if (!str_contains($info, "master_port:{$primary->port}\r") || !str_contains($info, 'master_link_status:up')) {
+                    $why = "port {$server->port}: ".str_replace("\r\n", ' ', $info);
+
+                    return false;
+                }
+            }
+            foreach ($this->sentinels as $sentinel) {
+                $good = [];
+                foreach ($sentinel->client($this->sentinelPassword)->rawCommand('SENTINEL', 'REPLICAS', self::SERVICE) as $replica) {
+                    $fields = [];
+                    for ($i = 0; $i + 1 < \count($replica); $i += 2) {
+                        $fields[$replica[$i]] = $replica[$i + 1];
+                    }
+                    if ('slave' === $fields['flags'] && 'ok' === $fields['master-link-status']) {
+                        $good[] = (int) $fields['port'];
+                    }
+                }
+                if (\count($good) !== \count($others)) {
+                    $why = "sentinel {$sentinel->port} sees replicas in good standing: ".json_encode($good);
+
+                    return false;
+                }
+            }
+            $settled = $primary;
+
+            return true;
+        }, function () use (&$why): string {
+            return $why;
+        });
+
+        return $settled;
+    }
+
     public function stop(): void
     {
         foreach ([...$this->sentinels, ...$this->servers] as $server) {
@@ -141,19 +208,25 @@ final class SentinelGroup
         return null;
     }
 
-    private static function waitFor(string $what, \Closure $done): void
+    /**
+     * @param \Closure(): bool        $done
+     * @param (\Closure(): string)|null $why what was last seen, for the message
+     */
+    private static function waitFor(string $what, \Closure $done, ?\Closure $why = null): void
     {
         $deadline = microtime(true) + 60;
+        $failed = '';
         while (true) {
             try {
                 if ($done()) {
                     return;
                 }
-            } catch (\RedisException) {
+            } catch (\RedisException $e) {
                 // A server being restarted or failed over: ask again.
+                $failed = $e->getMessage();
             }
             if (microtime(true) > $deadline) {
-                throw new \RuntimeException("gave up waiting for $what");
+                throw new \RuntimeException("gave up waiting for $what".(null !== $why ? ': '.$why() : '').('' !== $failed ? " (last error: $failed)" : ''));
             }
             usleep(50_000);
         }
