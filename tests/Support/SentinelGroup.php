@@ -117,7 +117,7 @@ final class SentinelGroup
      */
     public function waitUntilReplica(RedisServer $server): void
     {
-        self::waitFor("port {$server->port} to become a replica", fn (): bool => 'slave' === $server->client($this->password)->rawCommand('ROLE')[0]);
+        self::waitFor("port {$server->port} to become a replica", fn (): bool => \in_array($server->client($this->password)->rawCommand('ROLE')[0], ['slave', 'replica'], true));
     }
 
     /**
@@ -167,7 +167,7 @@ final class SentinelGroup
                     for ($i = 0; $i + 1 < \count($replica); $i += 2) {
                         $fields[$replica[$i]] = $replica[$i + 1];
                     }
-                    if ('slave' === $fields['flags'] && 'ok' === $fields['master-link-status']) {
+                    if (\in_array($fields['flags'], ['slave', 'replica'], true) && 'ok' === $fields['master-link-status']) {
                         $good[] = (int) $fields['port'];
                     }
                 }
