@@ -29,8 +29,6 @@ final class FailoverTest extends DeadboltTestCase
     private const MODES = ['plain' => '', 'replicas=1' => 'replicas=1&replicas_timeout=0.5'];
     /** @var list<float> seconds each round waited for the sentinels to settle */
     private array $settled = [];
-    /** The primary the sentinels settled on after the last round. */
-    private RedisServer $primary;
 
     private const COUNTS = ['failovers', 'A refused', 'B refused', 'two holders', 'same token', 'stale accepted (fenced)', 'stale accepted (unfenced)'];
 
@@ -38,7 +36,6 @@ final class FailoverTest extends DeadboltTestCase
     {
         $rounds = '1' === getenv('DEADBOLT_SOAK') ? 15 : 2;
         $group = SentinelGroup::start(2);
-        $this->primary = $group->servers[0];
         $counts = [];
         try {
             foreach (self::MODES as $mode => $options) {
@@ -47,7 +44,7 @@ final class FailoverTest extends DeadboltTestCase
                 foreach (self::KINDS as $kind) {
                     $counts[$mode][$kind] = array_fill_keys(self::COUNTS, 0);
                     for ($round = 0; $round < $rounds; ++$round) {
-                        foreach ($this->round($group, $this->primary, $a, $b, $kind, "$mode-$kind-$round") as $name => $count) {
+                        foreach ($this->round($group, $a, $b, $kind, "$mode-$kind-$round") as $name => $count) {
                             $counts[$mode][$kind][$name] += $count;
                         }
                     }
@@ -68,7 +65,7 @@ final class FailoverTest extends DeadboltTestCase
                 $summary .= sprintf("  %-10s %-5s %s\n", $mode, $kind, implode(', ', array_map(fn ($n, $v) => "$n $v", array_keys($c), $c)));
             }
         }
-        $summary .= sprintf("  waited for the sentinels to settle after a round: median %.1f s, max %.1f s\n", $this->median($this->settled), max($this->settled));
+        $summary .= sprintf("  waited for the sentinels to settle before a round: median %.1f s, max %.1f s\n", $this->median($this->settled), max($this->settled));
         $report = getenv('DEADBOLT_REPORT');
         if (false !== $report && '' !== $report) {
             file_put_contents($report, $summary, FILE_APPEND);
@@ -88,8 +85,13 @@ final class FailoverTest extends DeadboltTestCase
     /**
      * @return array<string, int>
      */
-    private function round(SentinelGroup $group, RedisServer $primary, PhpProcess $a, PhpProcess $b, string $kind, string $label): array
+    private function round(SentinelGroup $group, PhpProcess $a, PhpProcess $b, string $kind, string $label): array
     {
+        // Every round starts from a group the sentinels have settled (after the last round's failover, or a second
+        // one they made on their own) so that the next failover can happen.
+        $settling = hrtime(true);
+        $primary = $group->waitUntilSettled();
+        $this->settled[] = (hrtime(true) - $settling) / 1e9;
         $replicas = array_values(array_filter($group->servers, fn (RedisServer $s) => $s !== $primary));
         $dir = $this->tempDir();
         if ('cut' === $kind) {
@@ -117,13 +119,7 @@ final class FailoverTest extends DeadboltTestCase
         } else {
             $primary->restart();
         }
-        // What the sentinels do within ~10 s (sooner here, so that the next round can start): every other server
-        // replicates the new primary, the old one among them.
-        foreach ($group->servers as $server) {
-            if ($server !== $new) {
-                $server->client()->rawCommand('REPLICAOF', '127.0.0.1', (string) $new->port);
-            }
-        }
+        $group->pointReplicasAt($new);
 
         $b->writeLine("acquire $label 3");
         $bGot = $b->readLine(30.0);
@@ -142,9 +138,6 @@ final class FailoverTest extends DeadboltTestCase
             $worker->writeLine('release');
             $this->assertMatchesRegularExpression('/^(released|release-failed .*)$/', $worker->readLine(30.0), $label);
         }
-        $settling = hrtime(true);
-        $this->primary = $group->waitUntilSettled();
-        $this->settled[] = (hrtime(true) - $settling) / 1e9;
         $stale = $aHolds && $bHolds;
 
         return [

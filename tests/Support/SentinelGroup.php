@@ -12,6 +12,8 @@ namespace Deadbolt\Tests\Support;
 final class SentinelGroup
 {
     public const SERVICE = 'deadbolt';
+    /** What ROLE and SENTINEL REPLICAS call a replica (Redis says "slave"; a server may say "replica"). */
+    private const REPLICA_ROLES = ['slave', 'replica'];
 
     /**
      * @param list<RedisServer> $servers   the first primary first
@@ -46,17 +48,17 @@ final class SentinelGroup
             $sentinels[] = RedisServer::startSentinel(self::SERVICE, $servers[0]->port, 2, $lines);
         }
         $group = new self($servers, $sentinels, $password, self::requirePass($sentinelLines));
-        self::waitFor('the replicas to sync and every sentinel to see them all', function () use ($group, $replicas): bool {
+        self::waitFor('the replicas to sync and every sentinel to see them all', function () use ($group, $replicas): bool|string {
             foreach (\array_slice($group->servers, 1) as $replica) {
                 if (!str_contains((string) $replica->client($group->password)->rawCommand('INFO', 'replication'), 'master_link_status:up')) {
-                    return false;
+                    return "port {$replica->port} is not in sync";
                 }
             }
             foreach ($group->sentinels as $sentinel) {
                 $client = $sentinel->client($group->sentinelPassword);
                 if (\count($client->rawCommand('SENTINEL', 'REPLICAS', self::SERVICE)) !== $replicas
                     || \count($client->rawCommand('SENTINEL', 'SENTINELS', self::SERVICE)) !== 2) {
-                    return false;
+                    return "sentinel {$sentinel->port} does not see them all";
                 }
             }
 
@@ -77,39 +79,11 @@ final class SentinelGroup
     }
 
     /**
-     * The server the first sentinel names as primary now.
-     */
-    public function primary(): RedisServer
-    {
-        $named = $this->sentinels[0]->client($this->sentinelPassword)->rawCommand('SENTINEL', 'get-master-addr-by-name', self::SERVICE);
-        foreach ($this->servers as $server) {
-            if ($server->port === (int) $named[1]) {
-                return $server;
-            }
-        }
-        throw new \RuntimeException('the sentinels name a server of no one: '.json_encode($named));
-    }
-
-    /**
      * Waits until every sentinel names a primary other than $old, and that server says it is one; returns it.
      */
     public function waitForFailoverFrom(RedisServer $old): RedisServer
     {
-        $new = null;
-        self::waitFor("a failover away from port {$old->port}", function () use ($old, &$new): bool {
-            $ports = [];
-            foreach ($this->sentinels as $sentinel) {
-                $ports[] = (int) $sentinel->client($this->sentinelPassword)->rawCommand('SENTINEL', 'get-master-addr-by-name', self::SERVICE)[1];
-            }
-            if (1 !== \count(array_unique($ports)) || $ports[0] === $old->port) {
-                return false;
-            }
-            $new = $this->primary();
-
-            return 'master' === $new->client($this->password)->rawCommand('ROLE')[0];
-        });
-
-        return $new;
+        return self::waitFor("a failover away from port {$old->port}", fn (): RedisServer|string => $this->agreedPrimary($old));
     }
 
     /**
@@ -117,47 +91,47 @@ final class SentinelGroup
      */
     public function waitUntilReplica(RedisServer $server): void
     {
-        self::waitFor("port {$server->port} to become a replica", fn (): bool => \in_array($server->client($this->password)->rawCommand('ROLE')[0], ['slave', 'replica'], true));
+        self::waitFor("port {$server->port} to become a replica", function () use ($server): bool|string {
+            $role = $server->client($this->password)->rawCommand('ROLE')[0];
+
+            return \in_array($role, self::REPLICA_ROLES, true) ? true : "its role is $role";
+        });
+    }
+
+    /**
+     * Points every server but $primary at it (REPLICAOF; a no-op for one that already follows it): what the
+     * sentinels do within ~10 s after a failover, done at once so that a test need not wait for it.
+     */
+    public function pointReplicasAt(RedisServer $primary): void
+    {
+        foreach ($this->servers as $server) {
+            if ($server !== $primary) {
+                $server->client($this->password)->rawCommand('REPLICAOF', '127.0.0.1', (string) $primary->port);
+            }
+        }
     }
 
     /**
      * Waits until every sentinel names one primary that says it is one, every other server replicates it with its
      * link up, and every sentinel lists the others as replicas in good standing: the next failover can then happen.
      * Returns that primary. The primary is read from the sentinels each time, not assumed: on a loaded machine they
-     * may fail over once more. A server that follows another is pointed at it (what the sentinels would do within
-     * ~10 s).
+     * may fail over once more.
      */
     public function waitUntilSettled(): RedisServer
     {
-        $why = '';
-        $settled = null;
-        self::waitFor('the servers and sentinels to settle', function () use (&$why, &$settled): bool {
-            $ports = [];
-            foreach ($this->sentinels as $sentinel) {
-                $ports[] = (int) $sentinel->client($this->sentinelPassword)->rawCommand('SENTINEL', 'get-master-addr-by-name', self::SERVICE)[1];
+        return self::waitFor('the servers and sentinels to settle', function (): RedisServer|string {
+            $primary = $this->agreedPrimary();
+            if (\is_string($primary)) {
+                return $primary;
             }
-            if (1 !== \count(array_unique($ports))) {
-                $why = 'the sentinels name '.implode(', ', $ports);
-
-                return false;
-            }
-            $primary = $this->primary();
-            if ('master' !== $primary->client($this->password)->rawCommand('ROLE')[0]) {
-                $why = "port {$primary->port} is named but is no primary";
-
-                return false;
-            }
-            $others = array_values(array_filter($this->servers, fn (RedisServer $s) => $s !== $primary));
-            foreach ($others as $server) {
-                $client = $server->client($this->password);
-                $info = (string) $client->rawCommand('INFO', 'replication');
-                if (!str_contains($info, "master_port:{$primary->port}\r")) {
-                    $client->rawCommand('REPLICAOF', '127.0.0.1', (string) $primary->port);
+            $this->pointReplicasAt($primary);
+            foreach ($this->servers as $server) {
+                if ($server === $primary) {
+                    continue;
                 }
+                $info = (string) $server->client($this->password)->rawCommand('INFO', 'replication');
                 if (!str_contains($info, "master_port:{$primary->port}\r") || !str_contains($info, 'master_link_status:up')) {
-                    $why = "port {$server->port}: ".str_replace("\r\n", ' ', $info);
-
-                    return false;
+                    return "port {$server->port}: ".str_replace("\r\n", ' ', $info);
                 }
             }
             foreach ($this->sentinels as $sentinel) {
@@ -167,24 +141,41 @@ final class SentinelGroup
                     for ($i = 0; $i + 1 < \count($replica); $i += 2) {
                         $fields[$replica[$i]] = $replica[$i + 1];
                     }
-                    if (\in_array($fields['flags'], ['slave', 'replica'], true) && 'ok' === $fields['master-link-status']) {
+                    if (\in_array($fields['flags'], self::REPLICA_ROLES, true) && 'ok' === $fields['master-link-status']) {
                         $good[] = (int) $fields['port'];
                     }
                 }
-                if (\count($good) !== \count($others)) {
-                    $why = "sentinel {$sentinel->port} sees replicas in good standing: ".json_encode($good);
-
-                    return false;
+                if (\count($good) !== \count($this->servers) - 1) {
+                    return "sentinel {$sentinel->port} sees replicas in good standing: ".json_encode($good);
                 }
             }
-            $settled = $primary;
 
-            return true;
-        }, function () use (&$why): string {
-            return $why;
+            return $primary;
         });
+    }
 
-        return $settled;
+    /**
+     * The server every sentinel names as primary, if it is not $old and says it is one; else why there is none yet.
+     * $old is not asked: it may be the paused primary, whose ROLE would never answer.
+     */
+    private function agreedPrimary(?RedisServer $old = null): RedisServer|string
+    {
+        $ports = array_map(
+            fn (RedisServer $s): int => (int) $s->client($this->sentinelPassword)->rawCommand('SENTINEL', 'get-master-addr-by-name', self::SERVICE)[1],
+            $this->sentinels,
+        );
+        if (1 !== \count(array_unique($ports))) {
+            return 'the sentinels name ports '.implode(', ', $ports);
+        }
+        if ($ports[0] === $old?->port) {
+            return "the sentinels still name port {$old->port}";
+        }
+        foreach ($this->servers as $server) {
+            if ($server->port === $ports[0]) {
+                return 'master' === $server->client($this->password)->rawCommand('ROLE')[0] ? $server : "port {$server->port} is named but is no primary";
+            }
+        }
+        throw new \RuntimeException("the sentinels name port {$ports[0]}, a server of no one");
     }
 
     public function stop(): void
@@ -209,24 +200,31 @@ final class SentinelGroup
     }
 
     /**
-     * @param \Closure(): bool        $done
-     * @param (\Closure(): string)|null $why what was last seen, for the message
+     * Asks $probe every 50 ms for up to 60 s: a string means "not yet, because ...", anything else is the result.
+     *
+     * @template T
+     *
+     * @param \Closure(): (T|string) $probe
+     *
+     * @return T
      */
-    private static function waitFor(string $what, \Closure $done, ?\Closure $why = null): void
+    private static function waitFor(string $what, \Closure $probe): mixed
     {
         $deadline = microtime(true) + 60;
-        $failed = '';
+        $why = '';
         while (true) {
             try {
-                if ($done()) {
-                    return;
+                $result = $probe();
+                if (!\is_string($result)) {
+                    return $result;
                 }
+                $why = $result;
             } catch (\RedisException $e) {
                 // A server being restarted or failed over: ask again.
-                $failed = $e->getMessage();
+                $why = 'last error: '.$e->getMessage();
             }
             if (microtime(true) > $deadline) {
-                throw new \RuntimeException("gave up waiting for $what".(null !== $why ? ': '.$why() : '').('' !== $failed ? " (last error: $failed)" : ''));
+                throw new \RuntimeException("gave up waiting for $what".('' !== $why ? ": $why" : ''));
             }
             usleep(50_000);
         }
