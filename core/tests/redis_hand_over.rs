@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use deadbolt_core::{
     BlockingStore, Key, Mode, NativeTransport, RedisStore, Store, Ttl, WaitReport,
 };
+use support::wait_keys::{
+    details, grant, handovers, queue, queue_by_hand, server_ms, until_queued,
+};
 use support::{unique, RedisServer};
 
 fn ttl(secs: f64) -> Ttl {
@@ -26,64 +29,6 @@ fn own_store(redis: &RedisServer, n: u32) -> RedisStore<NativeTransport> {
 
 fn store_at(url: &str, n: u32) -> RedisStore<NativeTransport> {
     RedisStore::connect(&format!("{url}?timeout={}", 5 + n), ttl(300.0)).unwrap()
-}
-
-fn queue(resource: &str) -> String {
-    format!("{resource}#deadbolt:queue{{{resource}}}")
-}
-
-fn details(resource: &str) -> String {
-    format!("{resource}#deadbolt:waiters{{{resource}}}")
-}
-
-fn handovers(resource: &str) -> String {
-    format!("{resource}#deadbolt:handovers{{{resource}}}")
-}
-
-fn grant(resource: &str, token: &str) -> String {
-    format!("{resource}#deadbolt:queue{{{resource}}}:{token}")
-}
-
-fn server_ms(con: &mut redis::Connection) -> i64 {
-    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
-    secs * 1000 + micros / 1000
-}
-
-/// Blocks until `count` waiters are queued on `resource`.
-fn until_queued(con: &mut redis::Connection, resource: &str, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let queued: usize = redis::cmd("ZCARD").arg(queue(resource)).query(con).unwrap();
-        if queued == count {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{count} waiters never queued");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Queues a waiter by hand, as a waiting process's attempt would, alive for `alive_ms` more.
-fn queue_by_hand(
-    con: &mut redis::Connection,
-    resource: &str,
-    token: &str,
-    mode: &str,
-    alive_ms: i64,
-) {
-    let now = server_ms(con);
-    let arrival: i64 = redis::cmd("ZCARD").arg(queue(resource)).query(con).unwrap();
-    redis::cmd("ZADD")
-        .arg(queue(resource))
-        .arg(arrival)
-        .arg(token)
-        .exec(con)
-        .unwrap();
-    redis::cmd("HSET")
-        .arg(details(resource))
-        .arg(token)
-        .arg(format!("{} {mode} 30000", now + alive_ms))
-        .exec(con)
-        .unwrap();
 }
 
 /// A fresh server, a connection to inspect it, and a store whose `holder` holds `name` (unique).

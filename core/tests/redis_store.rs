@@ -285,40 +285,6 @@ fn a_lock_that_expires_on_the_way_is_removed_and_reported() {
 }
 
 #[test]
-fn a_release_wakes_a_waiter_through_the_signal_list() {
-    use std::time::{Duration, Instant};
-    let redis = RedisServer::start();
-    let resource = unique("wake");
-    let dsn = redis.url();
-    let holder_dsn = dsn.clone();
-    let holder_resource = resource.clone();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    // The holder runs on another thread with its own store (as another process would).
-    let holder = std::thread::spawn(move || {
-        let store = RedisStore::connect(&format!("{holder_dsn}?timeout=1"), ttl(60.0)).unwrap();
-        let mut key = Key::new(holder_resource);
-        store.save(&mut key, Mode::Exclusive, None).unwrap();
-        ready_tx.send(()).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        store.delete(&mut key).unwrap();
-    });
-    ready_rx.recv().unwrap();
-    let store = store_for(&dsn);
-    let mut key = Key::new(resource);
-    let mut report = deadbolt_core::WaitReport::default();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let taken = store
-        .wait(&mut key, Mode::Exclusive, None, Some(deadline), &mut report)
-        .unwrap();
-    holder.join().unwrap();
-    assert!(taken);
-    assert!(
-        report.wakeups >= 1,
-        "woken by the release, not by polling alone: {report:?}"
-    );
-}
-
-#[test]
 fn a_wait_outlasts_a_restarted_server_that_is_still_loading_its_data() {
     use std::time::{Duration, Instant};
     let mut redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);

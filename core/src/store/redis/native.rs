@@ -15,7 +15,7 @@ use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::Dsn;
 use crate::store::redis::eviction::eviction_warning;
 use crate::store::redis::pending::UnreadReplies;
-use crate::store::redis::protocol::Signal;
+use crate::store::redis::protocol::{self, Signal};
 use crate::store::redis::replicas::{self, ReplicaAck, Shortfall};
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::sentinel::Bounds;
@@ -161,7 +161,10 @@ impl Transport for NativeTransport {
         let wait = self.dsn.read_timeout + ack.map_or(Duration::ZERO, |ack| ack.timeout);
         let (reply, shortfall) = self.with_connection(wait, |connection, unread| {
             let reply = unread.run_behind(connection, script, keys, args, &describe)?;
-            Ok((reply, replicas::check(ack, reply == 1, connection)?))
+            Ok((
+                reply,
+                replicas::check(ack, protocol::took(reply), connection)?,
+            ))
         })?;
         self.acknowledged(shortfall)?;
         Ok(reply)
@@ -211,7 +214,8 @@ impl Transport for NativeTransport {
             }?;
             let signal = replies.1.and_then(|(_, item)| Signal::parse(&item));
             // Taken by the attempt (a hand-over is acknowledged through its claim, wait.rs).
-            let shortfall = replicas::check(self.replicas(), replies.0 == 1, connection)?;
+            let shortfall =
+                replicas::check(self.replicas(), protocol::took(replies.0), connection)?;
             Ok(((replies.0, signal), shortfall))
         })
         .and_then(|(ran, shortfall)| self.acknowledged(shortfall).map(|()| ran))

@@ -101,6 +101,18 @@ pub const WAITING: &[u8] = b"wait";
 /// advance, so this name is built in Lua too (the one undeclared key, in the queue's hash slot).
 pub const GRANT_SEPARATOR: &str = ":";
 
+/// What a lock script replies when the caller now holds the lock: it took the lock.
+pub const TAKEN: i64 = 1;
+
+/// What a waiter's attempt replies when it found the lock already handed over to it: a release
+/// came between two of its waits for the signal, and the attempt, not the wait, read it.
+pub const HANDED_OVER: i64 = 2;
+
+/// Whether a lock script's reply says the caller holds the lock (taken, extended, handed over).
+pub fn took(reply: i64) -> bool {
+    reply == TAKEN || reply == HANDED_OVER
+}
+
 /// The error code the scripts reply with for a key that holds something other than a lock.
 pub const NOT_A_LOCK: &str = "DEADBOLT_WRONGTYPE";
 
@@ -125,6 +137,9 @@ pub fn lua_header() -> String {
     }
     lua.push_str(&format!("local GRANT_SEPARATOR = \"{GRANT_SEPARATOR}\"\n"));
     lua.push_str(&format!("local NOT_A_LOCK = \"{NOT_A_LOCK}\"\n"));
+    lua.push_str(&format!(
+        "local TAKEN = {TAKEN}\nlocal HANDED_OVER = {HANDED_OVER}\n"
+    ));
     let waiting = String::from_utf8_lossy(WAITING);
     lua.push_str(&format!("local WAITING = \"{waiting}\"\n"));
     for (i, name) in LOCK_KEYS.iter().enumerate() {

@@ -16,7 +16,8 @@ const PRELUDE: &str = include_str!("scripts/prelude.lua");
 pub struct LockScript {
     script: redis::Script,
     code: String,
-    /// A reply of 1 means the lock was written (taken or extended): what replicas acknowledge.
+    /// A reply that [`super::protocol::took`] means the lock was written (taken, extended,
+    /// handed over): what replicas acknowledge.
     writes_lock: bool,
 }
 
@@ -59,7 +60,8 @@ impl LockScript {
         }
     }
 
-    /// This script, marked as one whose reply 1 means the lock was written.
+    /// This script, marked as one whose reply that [`super::protocol::took`] means the lock was
+    /// written.
     fn writing_lock(self) -> Self {
         LockScript {
             writes_lock: true,
@@ -67,7 +69,7 @@ impl LockScript {
         }
     }
 
-    /// Whether a reply of 1 means the lock was written (taken or extended).
+    /// Whether a reply that [`super::protocol::took`] means the lock was written.
     pub fn writes_lock(&self) -> bool {
         self.writes_lock
     }

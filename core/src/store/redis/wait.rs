@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::protocol::{Signal, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
+use super::protocol::{Signal, HANDED_OVER, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
 use super::scripts::{CLAIM, LEAVE};
 use super::transport::{RunErrorKind, Transport};
 use super::{is_loading, keys, run_error_kind, ttl_millis, RedisStore};
@@ -93,7 +93,9 @@ impl<T: Transport> RedisStore<T> {
             (Some(left), _) => Ok(Round::Held(left)),
             (None, _) => {
                 self.check_not_expired(key)?;
-                Ok(Round::Got { handed_over: false })
+                Ok(Round::Got {
+                    handed_over: reply == HANDED_OVER,
+                })
             }
         }
     }

@@ -13,5 +13,5 @@ if first_look == "none" and WAIT ~= WAITING then
         redis.call("ZADD", key, expiry, token)
     end
     redis.call("PEXPIREAT", key, expiry)
-    return 1
+    return TAKEN
 end

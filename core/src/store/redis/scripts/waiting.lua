@@ -67,12 +67,16 @@ local function look()
 end
 
 -- A waiter that got the lock leaves the queue; a hand-over signal that it did not read goes too
--- (and a "taken" signal ends the wait sent behind this script).
+-- (and a "taken" signal ends the wait sent behind this script). HANDED_OVER when a release had
+-- handed the lock to this waiter already (its record goes), TAKEN otherwise.
 local function taken()
+    local reply = TAKEN
     if waiting then
         redis.call("ZREM", QUEUE, token)
         redis.call("HDEL", WAITERS, token)
-        redis.call("HDEL", HANDOVERS, token)
+        if redis.call("HDEL", HANDOVERS, token) == 1 then
+            reply = HANDED_OVER
+        end
         redis.call("DEL", GRANT)
         if pause then
             -- Read at once by the wait behind this script; the expiry covers a waiter killed first.
@@ -80,5 +84,5 @@ local function taken()
             redis.call("PEXPIRE", GRANT, GRANT_LIST_MS)
         end
     end
-    return 1
+    return reply
 end
