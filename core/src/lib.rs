@@ -39,6 +39,7 @@ pub use metrics::{
     prometheus, reset as reset_metrics, snapshot, Counter, HistogramSnapshot, Snapshot, Timing,
     BUCKETS,
 };
+pub use store::combined::{CombinedStore, Member, Strategy};
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memory::InMemoryStore;

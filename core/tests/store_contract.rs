@@ -8,8 +8,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use deadbolt_core::{
-    wait, Error, FlockStore, InMemoryStore, Key, Lock, Mode, NativeTransport, RedisStore, Silent,
-    Store, StoreRef, Ttl, Wait, WaitReport,
+    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, Lock, Member, Mode,
+    NativeTransport, RedisStore, Silent, Store, StoreRef, Strategy, Ttl, Wait, WaitReport,
 };
 use support::{unique, RedisServer};
 
@@ -29,6 +29,20 @@ fn each_store(check: impl Fn(&dyn Store, &str)) {
     );
     let transport = NativeTransport::new(&redis.url()).unwrap();
     check(&RedisStore::new(transport, ttl(30.0)), "redis-transport");
+    // A quorum over one store of each kind: it keeps every promise its members keep.
+    let members = vec![
+        Member::Anywhere(Rc::new(
+            FlockStore::new(dir.path().join("combined")).unwrap(),
+        )),
+        Member::Anywhere(Rc::new(InMemoryStore::new())),
+        Member::Anywhere(Rc::new(
+            RedisStore::connect(&format!("{}?timeout=3", redis.url()), ttl(30.0)).unwrap(),
+        )),
+    ];
+    check(
+        &CombinedStore::new(members, Strategy::Unanimous).unwrap(),
+        "combined",
+    );
 }
 
 #[test]

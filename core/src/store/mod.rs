@@ -2,6 +2,7 @@
 //! release it, ask whether a key holds it; and the capabilities some stores add (waiting better
 //! than by polling, expiring locks, fencing tokens). Nothing here knows about PHP.
 
+pub mod combined;
 pub mod flock;
 mod flock_fence;
 mod flock_files;
