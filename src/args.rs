@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use deadbolt_core::{Error, Ttl, Wait};
 use ext_php_rs::exception::PhpResult;
+use ext_php_rs::flags::DataType;
 use ext_php_rs::types::{ZendCallable, ZendObject, Zval};
 
 use crate::error_map::{to_php, type_error};
@@ -95,4 +96,22 @@ pub fn class_name(object: &ZendObject) -> String {
         name.truncate(nul);
     }
     name
+}
+
+/// What PHP's `get_debug_type()` calls a value, for a message naming what was given.
+pub fn debug_type(value: &Zval) -> String {
+    if let Some(object) = value.object() {
+        return class_name(object);
+    }
+    let name = match value.get_type() {
+        DataType::Null | DataType::Undef => "null",
+        DataType::False | DataType::True | DataType::Bool => "bool",
+        DataType::Long => "int",
+        DataType::Double => "float",
+        DataType::String => "string",
+        DataType::Array => "array",
+        DataType::Resource => "resource",
+        _ => "mixed",
+    };
+    name.to_owned()
 }

@@ -88,3 +88,12 @@ pub trait SharedLockStoreInterface: PersistingStoreInterface {
 pub trait BlockingSharedLockStoreInterface: SharedLockStoreInterface {
     fn wait_and_save_read(&self, key: &PhpKey);
 }
+
+/// symfony/lock's `StrategyInterface`: when a combined store's answers make a lock held.
+#[php_interface]
+#[php(name = "Deadbolt\\Strategy\\StrategyInterface")]
+pub trait StrategyInterface {
+    fn is_met(&self, numberOfSuccess: i64, numberOfItems: i64) -> bool;
+
+    fn can_be_met(&self, numberOfFailure: i64, numberOfItems: i64) -> bool;
+}

@@ -3,6 +3,7 @@
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
 mod args;
+mod combined_store;
 mod end_of_request;
 mod error_map;
 mod exceptions;
@@ -79,6 +80,7 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<stores::PhpFlockStore>();
     zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
+    zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
     interrupts::watch_handlers();
@@ -91,7 +93,7 @@ extern "C" fn info(_module: *mut ModuleEntry) {
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
     info_table_row!(
         "stores",
-        "flock, in-memory, redis (native or \\Redis, \\RedisCluster, Predis)"
+        "flock, in-memory, redis (native or \\Redis, \\RedisCluster, Predis), combined"
     );
     for (counter, value) in deadbolt_core::snapshot().counters {
         info_table_row!(counter.name(), value.to_string());
@@ -114,12 +116,16 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .interface::<interfaces::PhpInterfaceBlockingStoreInterface>()
         .interface::<interfaces::PhpInterfaceSharedLockStoreInterface>()
         .interface::<interfaces::PhpInterfaceBlockingSharedLockStoreInterface>()
+        .interface::<interfaces::PhpInterfaceStrategyInterface>()
         .class::<key::PhpKey>()
         .class::<lock::PhpLock>()
         .class::<lock_factory::PhpLockFactory>()
         .class::<stores::PhpFlockStore>()
         .class::<stores::PhpInMemoryStore>()
         .class::<redis_store::PhpRedisStore>()
+        .class::<combined_store::PhpCombinedStore>()
+        .class::<combined_store::PhpConsensusStrategy>()
+        .class::<combined_store::PhpUnanimousStrategy>()
         .class::<store_factory::PhpStoreFactory>()
         .class::<metrics::PhpMetrics>()
         .class::<end_of_request::PhpEndOfRequest>()

@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::{NativeTransport, RedisStore, Store, StoreRef, Ttl};
+use deadbolt_core::{Member, NativeTransport, RedisStore, Store, StoreRef, Ttl};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::Zval;
@@ -64,6 +64,14 @@ impl PhpRedisStore {
         }
     }
 
+    /// The store as a member of a combined store, and whether it calls PHP.
+    pub(crate) fn member(&self) -> (Member, bool) {
+        match &self.inner {
+            Transported::Native(store) => (Member::Anywhere(store.clone()), false),
+            Transported::Lent(store) => (Member::Here(store.clone()), true),
+        }
+    }
+
     fn engine(&self) -> &dyn Store {
         match &self.inner {
             Transported::Native(store) => store.as_ref(),
@@ -80,7 +88,7 @@ fn lent_client(client: &Zval) -> PhpResult<PhpClientTransport> {
         ))
     };
     let Some(object) = client.object() else {
-        return Err(not_a_client(client.get_type().to_string()));
+        return Err(not_a_client(args::debug_type(client)));
     };
     PhpClientTransport::new(client).ok_or_else(|| not_a_client(args::class_name(object)))
 }

@@ -2,11 +2,12 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::StoreRef;
+use deadbolt_core::{Member, StoreRef};
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject};
 
-use crate::error_map::type_error;
+use crate::combined_store::PhpCombinedStore;
+use crate::error_map::{invalid_argument, type_error};
 use crate::redis_store::PhpRedisStore;
 use crate::stores::{PhpFlockStore, PhpInMemoryStore};
 use crate::user_store::UserStore;
@@ -29,6 +30,29 @@ pub fn engine_store_arg(object: &mut ZendObject, argument: &str) -> PhpResult<St
     )))
 }
 
+/// A member of a combined store: where it may be called, and whether it calls PHP (then so does
+/// the combined store). An object that is no store is symfony/lock's InvalidArgumentException.
+pub fn member_arg(object: &mut ZendObject) -> PhpResult<(Member, bool)> {
+    if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
+        return Ok((Member::Anywhere(flock.inner.clone()), false));
+    }
+    if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
+        return Ok((Member::Anywhere(memory.inner.clone()), false));
+    }
+    if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
+        return Ok(redis.member());
+    }
+    match engine_store_arg(object, "") {
+        Ok(StoreRef::Owned(store)) => Ok((Member::Here(store), false)),
+        Ok(StoreRef::Lent(store)) => Ok((Member::Here(store), true)),
+        Err(_) => Err(invalid_argument(format!(
+            "The store must implement \"{}\". Got \"{}\".",
+            crate::user_store::INTERFACE,
+            crate::args::class_name(object)
+        ))),
+    }
+}
+
 /// The engine store behind one of Deadbolt's store classes.
 fn native_store(object: &ZendObject) -> Option<StoreRef> {
     if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
@@ -39,6 +63,9 @@ fn native_store(object: &ZendObject) -> Option<StoreRef> {
     }
     if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
         return Some(redis.store_ref());
+    }
+    if let Some(combined) = ZendClassObject::<PhpCombinedStore>::from_zend_obj(object) {
+        return Some(combined.store_ref());
     }
     None
 }

@@ -205,3 +205,34 @@ fn a_key_travels_over_redis_members_but_not_once_a_member_keeps_a_lock_file() {
     with_file.delete(&mut key).unwrap();
     with_file.save(&mut other, Mode::Exclusive, None).unwrap();
 }
+
+/// The refresher extends a lock through every member: a lock file needs no extension (it is held
+/// until released), so a flock and Redis pair still gets one, and it extends in Redis.
+#[test]
+fn the_refresher_extends_through_the_members_whose_locks_expire() {
+    let masters = Masters::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = CombinedStore::new(
+        vec![
+            Member::Anywhere(Rc::new(FlockStore::new(dir.path()).unwrap())),
+            Member::Anywhere(Rc::new(redis_store(&masters.servers[0]))),
+        ],
+        Strategy::Unanimous,
+    )
+    .unwrap();
+    let mut key = Key::new(unique("extend"));
+    store
+        .save(&mut key, Mode::Exclusive, Some(ttl(5.0)))
+        .unwrap();
+    let extender = store.capabilities().expiring.unwrap().extender().unwrap();
+    let token = key.token().unwrap().as_str().to_owned();
+    assert!(extender.extend(key.resource(), &token, ttl(600.0)).unwrap());
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(key.resource())
+        .query(&mut masters.servers[0].client())
+        .unwrap();
+    assert!(pttl > 5_000, "PTTL {pttl}");
+    assert!(!extender
+        .extend(key.resource(), "not-the-token", ttl(600.0))
+        .unwrap());
+}

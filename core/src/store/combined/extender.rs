@@ -7,14 +7,15 @@ use super::Strategy;
 use crate::store::Extender;
 use crate::{Error, Result, Ttl};
 
-/// Extends a lock in every member; held while the strategy's share of them still hold it.
+/// Extends a lock in every member; held while the strategy's share of them still hold it. A
+/// member without an extender keeps its locks until they are released: it still holds it.
 pub struct CombinedExtender {
-    extenders: Vec<Arc<dyn Extender>>,
+    extenders: Vec<Option<Arc<dyn Extender>>>,
     strategy: Strategy,
 }
 
 impl CombinedExtender {
-    pub fn new(extenders: Vec<Arc<dyn Extender>>, strategy: Strategy) -> Self {
+    pub fn new(extenders: Vec<Option<Arc<dyn Extender>>>, strategy: Strategy) -> Self {
         CombinedExtender {
             extenders,
             strategy,
@@ -27,7 +28,10 @@ impl Extender for CombinedExtender {
         let outcomes: Vec<Result<bool>> = self
             .extenders
             .iter()
-            .map(|e| e.extend(resource, token, ttl))
+            .map(|e| {
+                e.as_ref()
+                    .map_or(Ok(true), |e| e.extend(resource, token, ttl))
+            })
             .collect();
         let members = outcomes.len();
         let held = outcomes.iter().filter(|o| matches!(o, Ok(true))).count();

@@ -239,13 +239,16 @@ impl Store for CombinedStore {
 }
 
 impl ExpiringStore for CombinedStore {
-    /// A refresher's extender when every member has one (none when a member cannot be reached
-    /// without PHP, or its locks do not expire).
+    /// A refresher's extender when every member whose locks expire has one (none when such a
+    /// member cannot be reached without PHP). A member whose locks never expire needs none.
     fn extender(&self) -> Option<Arc<dyn Extender>> {
         let extenders = self
             .members
             .iter()
-            .map(|m| m.store().capabilities().expiring?.extender())
+            .map(|m| match m.store().capabilities().expiring {
+                None => Some(None),
+                Some(expiring) => expiring.extender().map(Some),
+            })
             .collect::<Option<Vec<_>>>()?;
         Some(Arc::new(extender::CombinedExtender::new(
             extenders,
