@@ -57,9 +57,12 @@ final class RefresherAfterForkTest extends DeadboltTestCase
                     $long = $factory->createLock($vars['resource'].'-long-'.$i, 60.0, true, true);
                     $long->acquire();
                     refresherParked();
-                    $short = $factory->createLock($vars['resource'].'-short-'.$i, 1.0, true, true);
+                    // Short enough to need its refresher, long enough that 33 processes starting at once
+                    // on two cores leave the refresher its two thirds of the TTL to get one extension in
+                    // (1 s once ran out in CI).
+                    $short = $factory->createLock($vars['resource'].'-short-'.$i, 3.0, true, true);
                     $short->acquire();
-                    usleep(1_300_000);
+                    usleep(3_500_000);
                     $ok = $short->isAcquired() && !$short->isExpired() && $long->isAcquired();
                     $short->release();
                     $long->release();
