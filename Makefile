@@ -100,6 +100,13 @@ bench: build
 	  replica=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-replica) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis; bash scripts/redis-stop.sh $(RUN_DIR)/bench-replica' EXIT && \
 	  $(RUN_PHP) bench/replicas.php --port=$$port --replica-port=$$replica
+	@for i in 1 2 3; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-master$$i >/dev/null 2>&1 || true; done
+	@p1=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-master1) && \
+	  p2=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-master2) && \
+	  p3=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-master3) && \
+	  trap 'for i in 1 2 3; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-master$$i; done' EXIT && \
+	  $(RUN_PHP) bench/quorum.php --ports=$$p1,$$p2,$$p3 && \
+	  $(RUN_PHP) bench/quorum.php --ports=$$p1,$$p2,$$p3 --delay-ms=1 300 3
 
 # Installs the built extension for every SAPI of this PHP (or $PHP_CONFIG's) and says what it wrote;
 # `make uninstall` removes exactly that (scripts/install-binary.sh keeps the list, and picks the PHP the same way
