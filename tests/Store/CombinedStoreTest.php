@@ -193,6 +193,18 @@ final class CombinedStoreTest extends DeadboltTestCase
         $this->assertSame(0, $this->holding('combined-mixed'));
     }
 
+    public function testAutoRefreshNeedsEveryExpiringMemberToBeReachableWithoutPhp(): void
+    {
+        $native = (new LockFactory($this->store()))->createLock('combined-auto', 30.0, true, true);
+        $this->assertTrue($native->acquire());
+        $native->release();
+
+        $overPhpredis = new CombinedStore([new RedisStore($this->masters[0]->client()), new InMemoryStore()], new UnanimousStrategy());
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('autoRefresh needs a store the refresher can reach without PHP');
+        (new LockFactory($overPhpredis))->createLock('combined-auto', 30.0, true, true);
+    }
+
     public function testAReadLockIsSharedAcrossTheQuorum(): void
     {
         $factory = new LockFactory($this->store());
