@@ -13,7 +13,7 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, Zval};
 use ext_php_rs::zend::ClassEntry;
 
-use crate::error_map::{invalid_argument, to_php, type_error};
+use crate::error_map::{to_php, type_error};
 use crate::key::PhpKey;
 use crate::store_arg::member_arg;
 use crate::store_contract::{store_class_methods, Contract};
@@ -53,15 +53,7 @@ store_class_methods!(PhpCombinedStore {
         let mut members = Vec::with_capacity(stores.len());
         let mut lent = false;
         for store in stores.values() {
-            let mut store = store.shallow_clone();
-            let Some(object) = store.object_mut() else {
-                return Err(invalid_argument(format!(
-                    "The store must implement \"{}\". Got \"{}\".",
-                    crate::user_store::INTERFACE,
-                    crate::args::debug_type(&store)
-                )));
-            };
-            let (member, calls_php) = member_arg(object)?;
+            let (member, calls_php) = member_arg(&mut store.shallow_clone())?;
             lent |= calls_php;
             members.push(member);
         }

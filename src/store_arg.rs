@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use deadbolt_core::{Member, StoreRef};
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendClassObject, ZendObject};
+use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
 use crate::combined_store::PhpCombinedStore;
 use crate::error_map::{invalid_argument, type_error};
@@ -31,8 +31,16 @@ pub fn engine_store_arg(object: &mut ZendObject, argument: &str) -> PhpResult<St
 }
 
 /// A member of a combined store: where it may be called, and whether it calls PHP (then so does
-/// the combined store). An object that is no store is symfony/lock's InvalidArgumentException.
-pub fn member_arg(object: &mut ZendObject) -> PhpResult<(Member, bool)> {
+/// the combined store). A value that is no store is symfony/lock's InvalidArgumentException.
+pub fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
+    let given = crate::args::debug_type(value);
+    let not_a_store = || {
+        invalid_argument(format!(
+            "The store must implement \"{}\". Got \"{given}\".",
+            crate::user_store::INTERFACE
+        ))
+    };
+    let object = value.object_mut().ok_or_else(not_a_store)?;
     if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
         return Ok((Member::Anywhere(flock.inner.clone()), false));
     }
@@ -45,11 +53,7 @@ pub fn member_arg(object: &mut ZendObject) -> PhpResult<(Member, bool)> {
     match engine_store_arg(object, "") {
         Ok(StoreRef::Owned(store)) => Ok((Member::Here(store), false)),
         Ok(StoreRef::Lent(store)) => Ok((Member::Here(store), true)),
-        Err(_) => Err(invalid_argument(format!(
-            "The store must implement \"{}\". Got \"{}\".",
-            crate::user_store::INTERFACE,
-            crate::args::class_name(object)
-        ))),
+        Err(_) => Err(not_a_store()),
     }
 }
 

@@ -9,6 +9,7 @@ use Deadbolt\Store\CombinedStore;
 use Deadbolt\Store\RedisStore;
 use Deadbolt\Strategy\ConsensusStrategy;
 use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\IndependentMasters;
 use Deadbolt\Tests\Support\RedisServer;
 use Symfony\Component\Lock\LockFactory as SymfonyLockFactory;
 use Symfony\Component\Lock\Store\CombinedStore as SymfonyCombinedStore;
@@ -22,27 +23,22 @@ use Symfony\Component\Lock\Strategy\ConsensusStrategy as SymfonyConsensusStrateg
  */
 final class SymfonyCombinedInteropTest extends DeadboltTestCase
 {
-    /** @var list<RedisServer> */
-    private array $masters = [];
+    private IndependentMasters $group;
 
     protected function setUp(): void
     {
-        for ($i = 0; $i < 3; ++$i) {
-            $this->masters[] = RedisServer::start();
-        }
+        $this->group = new IndependentMasters();
     }
 
     protected function tearDown(): void
     {
-        foreach ($this->masters as $master) {
-            $master->stop();
-        }
+        $this->group->stop();
     }
 
     private function deadbolt(): LockFactory
     {
         return new LockFactory(new CombinedStore(
-            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn()), $this->masters),
+            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn()), $this->group->servers),
             new ConsensusStrategy(),
         ));
     }
@@ -50,7 +46,7 @@ final class SymfonyCombinedInteropTest extends DeadboltTestCase
     private function symfony(): SymfonyLockFactory
     {
         return new SymfonyLockFactory(new SymfonyCombinedStore(
-            array_map(static fn (RedisServer $m) => new SymfonyRedisStore($m->client()), $this->masters),
+            array_map(static fn (RedisServer $m) => new SymfonyRedisStore($m->client()), $this->group->servers),
             new SymfonyConsensusStrategy(),
         ));
     }
@@ -102,7 +98,7 @@ final class SymfonyCombinedInteropTest extends DeadboltTestCase
         $resource = uniqid('combined-interop-down-', true);
         $deadbolt = $this->deadbolt();
         $symfony = $this->symfony(); // connects its phpredis clients now
-        $this->masters[1]->stop();
+        $this->group->servers[1]->stop();
 
         $held = $deadbolt->createLock($resource, 30.0);
         $this->assertTrue($held->acquire());

@@ -16,6 +16,7 @@ use Deadbolt\Store\RedisStore;
 use Deadbolt\Strategy\ConsensusStrategy;
 use Deadbolt\Strategy\UnanimousStrategy;
 use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\IndependentMasters;
 use Deadbolt\Tests\Support\RedisServer;
 
 /**
@@ -24,42 +25,29 @@ use Deadbolt\Tests\Support\RedisServer;
  */
 final class CombinedStoreTest extends DeadboltTestCase
 {
-    /** @var list<RedisServer> */
-    private array $masters = [];
+    private IndependentMasters $group;
 
     protected function setUp(): void
     {
-        for ($i = 0; $i < 3; ++$i) {
-            $this->masters[] = RedisServer::start();
-        }
+        $this->group = new IndependentMasters();
     }
 
     protected function tearDown(): void
     {
-        foreach ($this->masters as $master) {
-            $master->stop();
-        }
+        $this->group->stop();
     }
 
     private function store(object $strategy = new ConsensusStrategy()): CombinedStore
     {
         return new CombinedStore(
-            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn('?timeout=2')), $this->masters),
+            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn('?timeout=2')), $this->group->servers),
             $strategy,
         );
     }
 
-    /** How many running masters have a lock on $resource. */
     private function holding(string $resource): int
     {
-        $held = 0;
-        foreach ($this->masters as $master) {
-            if ($master->isRunning() && 1 === $master->client()->exists($resource)) {
-                ++$held;
-            }
-        }
-
-        return $held;
+        return $this->group->holding($resource);
     }
 
     public function testALockIsHeldInEveryMasterAndReleasedFromEvery(): void
@@ -84,7 +72,7 @@ final class CombinedStoreTest extends DeadboltTestCase
         $factory = new LockFactory($this->store());
         $held = $factory->createLock('combined-held-through', 30.0);
         $this->assertTrue($held->acquire());
-        $this->masters[0]->stop();
+        $this->group->servers[0]->stop();
 
         $held->refresh(60.0);
         $this->assertTrue($held->isAcquired());
@@ -100,8 +88,8 @@ final class CombinedStoreTest extends DeadboltTestCase
 
     public function testWithTwoMastersKilledAnAcquireFailsNamingThemAndNothingIsHeld(): void
     {
-        $this->masters[0]->stop();
-        $this->masters[2]->stop();
+        $this->group->servers[0]->stop();
+        $this->group->servers[2]->stop();
         $lock = (new LockFactory($this->store()))->createLock('combined-two-down', 30.0);
 
         try {
@@ -110,8 +98,8 @@ final class CombinedStoreTest extends DeadboltTestCase
         } catch (LockAcquiringException $e) {
             $message = $e->getMessage().' '.$e->getPrevious()?->getMessage();
             $this->assertStringContainsString('1 of 3', $message);
-            $this->assertStringContainsString((string) $this->masters[0]->port, $message);
-            $this->assertStringContainsString((string) $this->masters[2]->port, $message);
+            $this->assertStringContainsString((string) $this->group->servers[0]->port, $message);
+            $this->assertStringContainsString((string) $this->group->servers[2]->port, $message);
         }
         $this->assertFalse($lock->isAcquired());
         $this->assertSame(0, $this->holding('combined-two-down'), 'the survivor was cleaned up');
@@ -121,8 +109,8 @@ final class CombinedStoreTest extends DeadboltTestCase
     {
         $lock = (new LockFactory($this->store()))->createLock('combined-refresh-lost', 30.0);
         $this->assertTrue($lock->acquire());
-        $this->masters[1]->stop();
-        $this->masters[2]->stop();
+        $this->group->servers[1]->stop();
+        $this->group->servers[2]->stop();
 
         try {
             $lock->refresh();
@@ -139,7 +127,7 @@ final class CombinedStoreTest extends DeadboltTestCase
     /** A lock on one master alone, held until the returned object goes. */
     private function holdIn(int $master, string $resource): \Deadbolt\Lock
     {
-        $lock = (new LockFactory(new RedisStore($this->masters[$master]->dsn())))->createLock($resource, 30.0);
+        $lock = (new LockFactory(new RedisStore($this->group->servers[$master]->dsn())))->createLock($resource, 30.0);
         $this->assertTrue($lock->acquire());
 
         return $lock;
@@ -153,7 +141,7 @@ final class CombinedStoreTest extends DeadboltTestCase
 
         $majority = [$this->holdIn(1, 'combined-majority'), $this->holdIn(2, 'combined-majority')];
         $this->assertFalse($combined->createLock('combined-majority', 30.0)->acquire());
-        $this->assertSame(0, $this->masters[0]->client()->exists('combined-majority'), 'the free master was left free');
+        $this->assertSame(0, $this->group->servers[0]->client()->exists('combined-majority'), 'the free master was left free');
         $this->assertTrue($minority->isAcquired() && $majority[0]->isAcquired() && $majority[1]->isAcquired());
     }
 
@@ -166,20 +154,20 @@ final class CombinedStoreTest extends DeadboltTestCase
 
         $elsewhere = $this->holdIn(1, 'combined-unanimous');
         $this->assertFalse($lock->acquire(), 'one master held elsewhere vetoes');
-        $this->assertSame(0, $this->masters[0]->client()->exists('combined-unanimous'));
+        $this->assertSame(0, $this->group->servers[0]->client()->exists('combined-unanimous'));
         $this->assertTrue($elsewhere->isAcquired());
 
-        $this->masters[2]->stop();
+        $this->group->servers[2]->stop();
         $this->expectException(LockAcquiringException::class);
         $unanimous->createLock('combined-unanimous-down', 30.0)->acquire();
     }
 
     public function testMembersOverTheAppsOwnClientsAndOtherStoresMix(): void
     {
-        $phpredis = $this->masters[0]->client();
+        $phpredis = $this->group->servers[0]->client();
         $store = new CombinedStore([
             new RedisStore($phpredis),
-            new RedisStore($this->masters[1]->dsn()),
+            new RedisStore($this->group->servers[1]->dsn()),
             new FlockStore($this->tempDir()),
             new InMemoryStore(),
         ], new UnanimousStrategy());
@@ -199,7 +187,7 @@ final class CombinedStoreTest extends DeadboltTestCase
         $this->assertTrue($native->acquire());
         $native->release();
 
-        $overPhpredis = new CombinedStore([new RedisStore($this->masters[0]->client()), new InMemoryStore()], new UnanimousStrategy());
+        $overPhpredis = new CombinedStore([new RedisStore($this->group->servers[0]->client()), new InMemoryStore()], new UnanimousStrategy());
         $this->expectException(InvalidArgumentException::class);
         $this->expectExceptionMessage('autoRefresh needs a store the refresher can reach without PHP');
         (new LockFactory($overPhpredis))->createLock('combined-auto', 30.0, true, true);
@@ -226,7 +214,7 @@ final class CombinedStoreTest extends DeadboltTestCase
         try {
             $store = new CombinedStore([
                 new RedisStore($guarded->dsn('', ':combined-s3cret')),
-                new RedisStore($this->masters[0]->dsn()),
+                new RedisStore($this->group->servers[0]->dsn()),
             ], new ConsensusStrategy());
             $this->assertTrue((new LockFactory($store))->createLock('combined-secret', 30.0)->acquire());
 
@@ -236,7 +224,7 @@ final class CombinedStoreTest extends DeadboltTestCase
             var_export($store);
             $shown = (string) ob_get_clean();
             $this->assertStringContainsString('consensus', $shown);
-            $this->assertStringContainsString((string) $this->masters[0]->port, $shown);
+            $this->assertStringContainsString((string) $this->group->servers[0]->port, $shown);
             $this->assertStringNotContainsString('combined-s3cret', $shown);
         } finally {
             $guarded->stop();
@@ -246,10 +234,10 @@ final class CombinedStoreTest extends DeadboltTestCase
     public function testAStrategyOfSymfonysIsTakenForItsArithmetic(): void
     {
         $store = new CombinedStore(
-            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn()), $this->masters),
+            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn()), $this->group->servers),
             new \Symfony\Component\Lock\Strategy\UnanimousStrategy(),
         );
-        $this->masters[0]->stop();
+        $this->group->servers[0]->stop();
 
         $this->expectException(LockAcquiringException::class);
         (new LockFactory($store))->createLock('combined-symfony-strategy', 30.0)->acquire();

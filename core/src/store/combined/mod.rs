@@ -210,7 +210,6 @@ impl Store for CombinedStore {
     }
 
     fn exists(&self, key: &Key) -> Result<bool> {
-        let mut asked = Key::import(key.resource().to_vec(), key.token()?.as_str().to_owned())?;
         if let Some(MemberKeys(keys)) = key.state::<MemberKeys>() {
             // Members that keep state answer from it (a lock file's handle): ask with those keys.
             let held = self
@@ -221,6 +220,7 @@ impl Store for CombinedStore {
                 .count();
             return Ok(self.strategy.is_met(held, self.members.len()));
         }
+        let mut asked = Key::import(key.resource().to_vec(), key.token()?.as_str().to_owned())?;
         let outcomes = self.ask(&mut asked, &|store, key| store.exists(key))?;
         let held = outcomes.iter().filter(|o| matches!(o, Ok(true))).count();
         Ok(self.strategy.is_met(held, self.members.len()))
