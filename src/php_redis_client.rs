@@ -190,6 +190,10 @@ impl Transport for PhpClientTransport {
         &self.name
     }
 
+    fn cluster(&self) -> bool {
+        self.cluster
+    }
+
     fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
         self.check_runs_commands()?;
         let key_count = i64::try_from(keys.len()).unwrap_or(1);

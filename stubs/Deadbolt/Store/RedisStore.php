@@ -38,6 +38,14 @@ use Deadbolt\Key;
  *   as one. A primary that dies or is turned into a replica (READONLY) is left for the one the sentinels name then,
  *   with the same store and Lock objects. The user and password are the primary's; `sentinel_username` and
  *   `sentinel_password_env` are the sentinels' own. `rediss:?host[...]...` speaks TLS to sentinels and primary.
+ * - Redis Cluster, in Symfony's form: `redis:?host[n1:7000]&host[n2:7001]&redis_cluster=1` or
+ *   `redis://n1:7000?host[n2:7001]&redis_cluster=1`; several hosts without `redis_sentinel` mean a cluster too. The
+ *   hosts are seed nodes: the slot map is read from the first that answers (CLUSTER SLOTS), each lock goes to the
+ *   primary serving its resource's hash slot (one connection per node), MOVED and ASK redirects are followed, and a
+ *   node that dies or fails over has the map read again from the others, with the same store and Lock objects.
+ *   Database 0 only, no `release=deferred`. A resource name that cannot share its hash slot with Deadbolt's own keys
+ *   (a brace but no hash tag, as `a{b`, or the empty name) is refused with an InvalidArgumentException (also over a
+ *   `\RedisCluster` object); `orders:42` and `user:{42}:cart` are fine.
  *
  * DSN options: `timeout` (connect timeout, seconds, default 2), `read_timeout` (seconds, default 2),
  * `password_env` (the NAME of an environment variable holding the password, so the secret stays out of

@@ -1,6 +1,7 @@
 //! redis-rs clients for a parsed DSN: address, database, credentials, and TLS (rustls, with the
 //! DSN's CA file when it names one). A Sentinel DSN has a client per sentinel, and one for each
-//! primary they name (`sentinel.rs`).
+//! primary they name (`sentinel.rs`); a cluster DSN a client per node, made as nodes are named
+//! (`cluster.rs`).
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 
@@ -26,6 +27,9 @@ pub(super) enum Connector {
     Direct(redis::Client),
     /// Whatever primary the sentinels name at the time of connecting.
     Sentinel(Discovery),
+    /// The nodes of a Redis Cluster, each connected as it is named (seeds, `CLUSTER SLOTS`,
+    /// redirects): every one with the DSN's credentials and TLS.
+    Cluster(ClientFactory),
 }
 
 impl Connector {
@@ -70,6 +74,7 @@ impl Connector {
             Endpoint::Sentinel(sentinels) => {
                 Discovery::new(sentinels, factory).map(Connector::Sentinel)
             }
+            Endpoint::Cluster { .. } => Ok(Connector::Cluster(factory)),
         };
         opened.map_err(|e| invalid(e.to_string()))
     }
@@ -83,16 +88,28 @@ pub(super) enum ConnectError {
 }
 
 impl Connector {
-    /// A new connection, its socket timeouts then set to the DSN's read timeout (not capped by
-    /// the deadline: the connection outlives this call).
-    pub(super) fn connect(&self, bounds: &Bounds<'_>) -> Result<redis::Connection, ConnectError> {
-        let connection = match self {
-            Connector::Direct(client) => {
+    /// A new connection to the server (for a cluster, to the cluster `node`), its socket
+    /// timeouts then set to the DSN's read timeout (not capped by the deadline: the connection
+    /// outlives this call).
+    pub(super) fn connect(
+        &self,
+        node: Option<&(String, u16)>,
+        bounds: &Bounds<'_>,
+    ) -> Result<redis::Connection, ConnectError> {
+        let connection = match (self, node) {
+            (Connector::Direct(client), _) => {
                 sentinel::open(client, bounds).map_err(ConnectError::Redis)
             }
-            Connector::Sentinel(discovery) => {
+            (Connector::Sentinel(discovery), _) => {
                 discovery.connect(bounds).map_err(ConnectError::NoPrimary)
             }
+            (Connector::Cluster(factory), Some((host, port))) => factory
+                .primary_at(host, *port)
+                .and_then(|client| sentinel::open(&client, bounds))
+                .map_err(ConnectError::Redis),
+            (Connector::Cluster(_), None) => Err(ConnectError::NoPrimary(
+                "no cluster node serves this key".to_owned(),
+            )),
         }?;
         let read = Some(bounds.read);
         connection

@@ -10,6 +10,10 @@
 //! or `redis://h1:26379?redis_sentinel=mymaster` (the hosts are sentinels; `sentinel_master` is
 //! the same option). The user and password are the primary's; `sentinel_username` and
 //! `sentinel_password_env` are the sentinels' own, when they have some.
+//!
+//! Redis Cluster, in Symfony's form: `redis:?host[h1:7000]&host[h2:7001]&redis_cluster=1` or
+//! `redis://h1:7000?host[h2:7001]&redis_cluster=1` (the hosts are seed nodes); several hosts without
+//! `redis_sentinel` mean a cluster too. A cluster has database 0 only, and no `release=deferred`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -35,6 +39,11 @@ pub enum Endpoint {
     Unix(PathBuf),
     /// The primary of a Sentinel service, asked of its sentinels at each connection.
     Sentinel(Sentinels),
+    /// A Redis Cluster, reached through its seed nodes (in the DSN's order).
+    Cluster {
+        seeds: Vec<(String, u16)>,
+        tls: bool,
+    },
 }
 
 impl Endpoint {
@@ -43,6 +52,7 @@ impl Endpoint {
             Endpoint::Tcp { tls, .. } => *tls,
             Endpoint::Unix(_) => false,
             Endpoint::Sentinel(sentinels) => sentinels.tls,
+            Endpoint::Cluster { tls, .. } => *tls,
         }
     }
 }
@@ -118,6 +128,7 @@ impl Dsn {
         let mut db_in_query = None;
         let mut hosts = Vec::new();
         let mut service = None;
+        let mut cluster = None;
         let (mut sentinel_username, mut sentinel_password) = (None, None);
         let secret_from = |value: &str, option: &str| {
             env(value).ok_or_else(|| {
@@ -140,9 +151,7 @@ impl Dsn {
                 "sentinel_password_env" => {
                     sentinel_password = Some(secret_from(&value, "sentinel_password_env")?);
                 }
-                "redis_cluster" => {
-                    return Err(bad("redis_cluster is not supported by a DSN yet: pass a connected \\RedisCluster object to RedisStore".into()))
-                }
+                "redis_cluster" => cluster = Some(flag(&name, &value)?),
                 "timeout" => dsn.connect_timeout = seconds(&name, &value)?,
                 "read_timeout" => dsn.read_timeout = seconds(&name, &value)?,
                 "db" => db_in_query = Some(database(&value)?),
@@ -183,6 +192,11 @@ impl Dsn {
         }
         dsn.endpoint = match (service, authority) {
             (Some(service), authority) => {
+                if cluster == Some(true) {
+                    return Err(bad(
+                        "redis_sentinel and redis_cluster exclude each other".into()
+                    ));
+                }
                 if service.is_empty() {
                     return Err(bad("redis_sentinel names no service".into()));
                 }
@@ -204,8 +218,34 @@ impl Dsn {
                     password: sentinel_password,
                 })
             }
+            (None, authority)
+                if cluster == Some(true)
+                    || (cluster.is_none()
+                        && hosts.len() + usize::from(authority.is_some()) > 1) =>
+            {
+                if authority.is_none() && !url.path().is_empty() {
+                    return Err(bad("cluster nodes are host:port, not a socket path".into()));
+                }
+                let seeds: Vec<_> = authority.into_iter().chain(hosts).collect();
+                if seeds.is_empty() {
+                    return Err(bad(
+                        "redis_cluster needs a seed node: host[h:7000], or the DSN's host".into(),
+                    ));
+                }
+                if path_database(&url)? != 0 || db_in_query.is_some_and(|db| db != 0) {
+                    return Err(bad("a Redis Cluster has database 0 only".into()));
+                }
+                if dsn.deferred_release {
+                    return Err(bad(
+                        "release=deferred is not supported on a Redis Cluster".into()
+                    ));
+                }
+                Endpoint::Cluster { seeds, tls }
+            }
             (None, authority) if hosts.len() + usize::from(authority.is_some()) > 1 => {
-                return Err(bad("several hosts need redis_sentinel=<service> (for a cluster, pass a connected \\RedisCluster object)".into()));
+                return Err(bad(
+                    "several hosts need redis_sentinel=<service> or redis_cluster=1".into(),
+                ));
             }
             (None, Some((host, port))) => {
                 dsn.db = path_database(&url)?;
@@ -250,6 +290,13 @@ impl fmt::Display for Dsn {
                     write!(f, "host[{}]&", host_port(host, *port))?;
                 }
                 write!(f, "redis_sentinel={}&db={}", sentinels.service, self.db)
+            }
+            Endpoint::Cluster { seeds, tls } => {
+                f.write_str(if *tls { "rediss:?" } else { "redis:?" })?;
+                for (host, port) in seeds {
+                    write!(f, "host[{}]&", host_port(host, *port))?;
+                }
+                f.write_str("redis_cluster=1")
             }
         }
     }
@@ -343,6 +390,18 @@ fn host_and_port(text: &str) -> Result<(String, u16)> {
         None => DEFAULT_PORT,
     };
     Ok((host.to_owned(), port))
+}
+
+/// A yes/no option as Symfony reads one (`1`, `true`, `yes`, `on`; `0`, `false`, `no`, `off`).
+fn flag(name: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(bad(format!(
+            "{name} must be 1 or 0, not \"{}\"",
+            cut(value)
+        ))),
+    }
 }
 
 fn database(value: &str) -> Result<i64> {

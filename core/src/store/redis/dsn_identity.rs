@@ -26,6 +26,14 @@ impl Dsn {
                 part(b"unix");
                 part(path.as_os_str().as_encoded_bytes());
             }
+            Endpoint::Cluster { seeds, tls } => {
+                part(b"cluster");
+                for (host, port) in seeds {
+                    part(host.as_bytes());
+                    part(&port.to_le_bytes());
+                }
+                part(&[u8::from(*tls)]);
+            }
             Endpoint::Sentinel(sentinels) => {
                 part(b"sentinel");
                 part(sentinels.service.as_bytes());

@@ -245,10 +245,9 @@ fn one_listed_host_without_sentinel_is_a_plain_server() {
 fn refuses_what_sentinel_cannot_mean() {
     for (text, wanted) in [
         (
-            "redis:?host[a:1]&host[b:2]",
-            "several hosts need redis_sentinel",
+            "redis:?host[a:1]&host[b:2]&redis_cluster=0",
+            "several hosts need redis_sentinel=<service> or redis_cluster=1",
         ),
-        ("redis://a?host[b:2]", "several hosts need redis_sentinel"),
         ("redis:?redis_sentinel=x", "redis_sentinel needs a sentinel"),
         ("redis:?host[a:1]&redis_sentinel=", "names no service"),
         ("redis:///tmp/r.sock?redis_sentinel=x", "not a socket path"),
@@ -267,8 +266,72 @@ fn refuses_what_sentinel_cannot_mean() {
             "\"NOPE\" named by sentinel_password_env is not set",
         ),
         (
-            "redis:?host[a:1]&host[b:1]&redis_cluster=1",
-            "redis_cluster is not supported by a DSN yet",
+            "redis:?host[a:1]&redis_sentinel=x&redis_cluster=1",
+            "exclude each other",
+        ),
+    ] {
+        let message = parse(text).unwrap_err().to_string();
+        assert!(message.contains(wanted), "{text}: {message}");
+    }
+}
+
+fn seeds(dsn: &Dsn) -> Vec<(String, u16)> {
+    match &dsn.endpoint {
+        Endpoint::Cluster { seeds, .. } => seeds.clone(),
+        _ => panic!("not a cluster DSN"),
+    }
+}
+
+#[test]
+fn reads_symfonys_cluster_forms_and_several_hosts_as_seed_nodes() {
+    let wanted = vec![("a".to_owned(), 7000), ("b".to_owned(), 7001)];
+    for text in [
+        "redis:?host[a:7000]&host[b:7001]&redis_cluster=1",
+        "redis:?host[a:7000]&host[b:7001]&redis_cluster=true",
+        "redis://a:7000?host[b:7001]&redis_cluster=yes",
+        "redis:?host[a:7000]&host[b:7001]",
+        "redis://a:7000?host[b:7001]",
+    ] {
+        let dsn = parse(text).unwrap();
+        assert_eq!(seeds(&dsn), wanted, "{text}");
+        assert_eq!(dsn.db, 0);
+    }
+    let one = parse("rediss://u:secret@a:7000?redis_cluster=1&password_env=").unwrap_err();
+    assert!(!one.to_string().contains("secret"));
+    let tls = parse("rediss://u:pw@a:7000?redis_cluster=1&replicas=1").unwrap();
+    assert!(tls.endpoint.tls());
+    assert_eq!(seeds(&tls), vec![("a".to_owned(), 7000)]);
+    assert!(tls.replicas.is_some());
+    assert_eq!(tls.redacted(), "rediss:?host[a:7000]&redis_cluster=1");
+    assert!(!format!("{tls:?}").contains("pw"));
+}
+
+#[test]
+fn a_cluster_is_its_own_connection_whatever_the_seeds_order() {
+    let one = parse("redis:?host[a:7000]&host[b:7001]&redis_cluster=1").unwrap();
+    let same = parse("redis://a:7000?host[b:7001]").unwrap();
+    let other = parse("redis:?host[b:7001]&host[a:7000]&redis_cluster=1").unwrap();
+    let plain = parse("redis://a:7000").unwrap();
+    assert_eq!(one.connection_identity(), same.connection_identity());
+    assert_ne!(one.connection_identity(), plain.connection_identity());
+    // The seeds are asked in the DSN's order, so another order is another connection.
+    assert_ne!(one.connection_identity(), other.connection_identity());
+}
+
+#[test]
+fn refuses_what_a_cluster_cannot_mean() {
+    for (text, wanted) in [
+        ("redis:?host[a:1]&host[b:1]&db=1", "database 0 only"),
+        ("redis://a:1/2?host[b:1]", "database 0 only"),
+        (
+            "redis:?host[a:1]&redis_cluster=1&release=deferred",
+            "release=deferred is not supported on a Redis Cluster",
+        ),
+        ("redis:?redis_cluster=1", "redis_cluster needs a seed node"),
+        ("redis:///tmp/r.sock?redis_cluster=1", "not a socket path"),
+        (
+            "redis:?host[a:1]&redis_cluster=maybe",
+            "redis_cluster must be 1 or 0",
         ),
     ] {
         let message = parse(text).unwrap_err().to_string();

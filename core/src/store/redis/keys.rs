@@ -65,6 +65,25 @@ pub fn reserved(resource: &[u8]) -> bool {
         .any(|window| window == MARK.as_bytes())
 }
 
+/// Whether every companion of `resource` can share its Redis Cluster hash slot: a resource with
+/// a hash tag of its own, or one without braces that is not empty. Any other brace opens or
+/// closes the companions' tag in the wrong place, and an empty tag hashes the whole name (the
+/// tests check this rule against [`slot`]).
+pub fn co_slotted(resource: &[u8]) -> bool {
+    hash_tag(resource).is_some()
+        || (!resource.is_empty() && !resource.iter().any(|b| matches!(b, b'{' | b'}')))
+}
+
+/// Redis Cluster's hash slot of `key`: CRC16/XMODEM of its hash tag (or of the whole key), mod
+/// 16384.
+pub fn slot(key: &[u8]) -> u16 {
+    let hashed = hash_tag(key).unwrap_or(key);
+    crc16::State::<crc16::XMODEM>::calculate(hashed) % SLOTS
+}
+
+/// How many hash slots a Redis Cluster has.
+pub const SLOTS: u16 = 16384;
+
 /// `resource`, the mark, `kind`, and the resource as hash tag unless it has one of its own.
 /// The kinds are prefix-free (none begins another), and none holds a brace.
 fn companion(resource: &[u8], kind: &[u8]) -> Vec<u8> {
@@ -91,12 +110,6 @@ fn hash_tag(key: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Redis Cluster's slot of `key` (CRC16/XMODEM of its hash tag, mod 16384).
-    fn slot(key: &[u8]) -> u16 {
-        let hashed = hash_tag(key).unwrap_or(key);
-        crc16::State::<crc16::XMODEM>::calculate(hashed) % 16384
-    }
 
     fn all_companions(resource: &[u8]) -> Vec<Vec<u8>> {
         let queue = queue(resource);
@@ -173,6 +186,22 @@ mod tests {
     fn some_resources_cannot_be_co_slotted() {
         for resource in [&b""[..], b"a}b{", b"a{}b", b"\xff\x00{", b"a}b"] {
             assert_ne!(slot(&queue(resource)), slot(resource));
+        }
+    }
+
+    /// The rule a cluster store refuses names by agrees with the slots themselves.
+    #[test]
+    fn co_slotted_names_are_exactly_those_whose_companions_share_the_slot() {
+        for resource in AWKWARD.iter().chain(&[&b"a{b"[..], b"a}b", b"{}", b"}{x}"]) {
+            let shared = all_companions(resource)
+                .iter()
+                .all(|companion| slot(companion) == slot(resource));
+            assert_eq!(
+                co_slotted(resource),
+                shared,
+                "{:?}",
+                String::from_utf8_lossy(resource)
+            );
         }
     }
 

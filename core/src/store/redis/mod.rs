@@ -7,9 +7,11 @@
 //! - `scripts.rs` and `scripts/*.lua`: the scripts;
 //! - `wait.rs`: the one wait loop;
 //! - `transport.rs`: what a connection must do, and its errors; `native.rs` is ours (by DSN,
-//!   `dsn.rs`, through the redis-rs client of `client.rs`), the extension lends PHP's clients.
+//!   `dsn.rs`, through the redis-rs client of `client.rs`; a Redis Cluster routed by `cluster.rs`),
+//!   the extension lends PHP's clients.
 
 mod client;
+mod cluster;
 pub mod connections;
 pub mod dsn;
 mod eviction;
@@ -91,6 +93,9 @@ impl<T: Transport> RedisStore<T> {
     ) -> Result<R> {
         if keys::reserved(key.resource()) {
             return Err(reserved_resource(key));
+        }
+        if self.transport.cluster() && !keys::co_slotted(key.resource()) {
+            return Err(not_co_slotted(key));
         }
         let token = key.token()?;
         let keys: Vec<&[u8]> = std::iter::once(key.resource())
@@ -212,6 +217,18 @@ fn reserved_resource(key: &Key) -> Error {
          keeps beside each lock; choose a name without it.",
         key.display_resource(),
         keys::MARK
+    ))
+}
+
+/// A resource whose companion keys cannot share its hash slot, on a Redis Cluster: every script
+/// names them, so each would fail with CROSSSLOT.
+fn not_co_slotted(key: &Key) -> Error {
+    Error::invalid_argument(format!(
+        "The resource name \"{}\" cannot be locked on a Redis Cluster: Deadbolt keeps its own keys \
+         beside each lock in the resource's hash slot, which a name with a brace but no hash tag \
+         (or an empty name) cannot share; use a name without braces, or one with a hash tag such \
+         as \"{{orders}}:42\".",
+        key.display_resource()
     ))
 }
 

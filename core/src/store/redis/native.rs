@@ -2,7 +2,8 @@
 //! endpoint, credentials, database, TLS, timeouts), shared by every store on it (the table of
 //! them is `connections.rs`). Never across fork(): connections are [`PerProcess`] values, so a
 //! child that inherits one keeps its copy untouched (a TLS close would write to the parent's
-//! socket) and opens its own.
+//! socket) and opens its own. A Redis Cluster DSN has one such connection per node, each call
+//! routed by its first key's hash slot (`native_cluster.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use parking_lot::Mutex;
 
 use crate::process::PerProcess;
 use crate::store::redis::client::{ConnectError, Connector};
+use crate::store::redis::cluster::{Node, Redirect};
 use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::Dsn;
 use crate::store::redis::eviction::eviction_warning;
@@ -34,7 +36,21 @@ pub struct NativeTransport {
     /// No socket wait lasts past this (`Transport::set_deadline`); used by PHP's thread only.
     deadline: Mutex<Option<Instant>>,
     name: String,
+    /// For a Redis Cluster DSN: this process's slot map and node connections.
+    cluster: Option<ClusterLinks>,
 }
+
+/// Why a call on one connection did not succeed: a node sent it elsewhere (Redis Cluster), or it
+/// failed.
+enum Failure {
+    Redirect(Redirect),
+    Run(RunError),
+}
+
+/// The call a connection runs: its replies still unread come with it (`pending.rs`), and whether
+/// its commands must each follow an `ASKING` (a Redis Cluster `ASK` redirect).
+type Call<'a, T> =
+    dyn FnMut(&mut redis::Connection, &mut UnreadReplies, bool) -> redis::RedisResult<T> + 'a;
 
 impl NativeTransport {
     /// A transport for `dsn_text`. Does not connect: the first script does.
@@ -46,6 +62,7 @@ impl NativeTransport {
         let connector = Arc::new(Connector::for_dsn(&dsn)?);
         let name = dsn.redacted();
         let slot_name = dsn.connection_identity();
+        let cluster = ClusterLinks::for_dsn(&dsn);
         Ok(NativeTransport {
             dsn,
             connector,
@@ -53,17 +70,18 @@ impl NativeTransport {
             slot_name,
             deadline: Mutex::new(None),
             name,
+            cluster,
         })
     }
 
-    fn connect(&self) -> Result<redis::Connection, RunError> {
+    fn connect(&self, node: Option<&Node>) -> Result<redis::Connection, RunError> {
         let bounds = Bounds {
             connect: self.dsn.connect_timeout,
             read: self.dsn.read_timeout,
             capped: &|wanted| self.capped(wanted),
             describe: &|e| self.describe(e),
         };
-        self.connector.connect(&bounds).map_err(|e| match e {
+        self.connector.connect(node, &bounds).map_err(|e| match e {
             ConnectError::Redis(e) => self.error(&e),
             ConnectError::NoPrimary(why) => RunError::new(
                 RunErrorKind::Connection,
@@ -111,7 +129,7 @@ impl NativeTransport {
             RunErrorKind::Connection
         } else {
             match e.code() {
-                Some("LOADING") => RunErrorKind::Loading,
+                Some("LOADING" | "TRYAGAIN" | "CLUSTERDOWN") => RunErrorKind::Loading,
                 // A primary turned replica (a failover): another connection finds the new one.
                 Some("READONLY" | "UNBLOCKED" | "MASTERDOWN") => RunErrorKind::Connection,
                 Some("NOSCRIPT") => RunErrorKind::NoScript,
@@ -159,19 +177,27 @@ impl Transport for NativeTransport {
         let describe = |e: &redis::RedisError| self.error(e).to_string();
         let ack = self.replicas().filter(|_| script.writes_lock());
         let wait = self.dsn.read_timeout + ack.map_or(Duration::ZERO, |ack| ack.timeout);
-        let (reply, shortfall) = self.with_connection(wait, |connection, unread| {
-            let reply = unread.run_behind(connection, script, keys, args, &describe)?;
-            Ok((
-                reply,
-                replicas::check(ack, protocol::took(reply), connection)?,
-            ))
-        })?;
+        let route = keys.first().copied().unwrap_or_default();
+        let (reply, shortfall) =
+            self.with_connection(route, wait, &mut |connection, unread, asking| {
+                if asking {
+                    redis::cmd("ASKING").exec(connection)?;
+                }
+                let reply = unread.run_behind(connection, script, keys, args, &describe)?;
+                Ok((
+                    reply,
+                    replicas::check(ack, protocol::took(reply), connection)?,
+                ))
+            })?;
         self.acknowledged(shortfall)?;
         Ok(reply)
     }
 
     fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError> {
-        self.blocking(timeout, |connection, seconds| {
+        self.blocking(list, timeout, |connection, seconds, asking| {
+            if asking {
+                redis::cmd("ASKING").exec(connection)?;
+            }
             let popped: Option<(Vec<u8>, Vec<u8>)> = redis::cmd("BLPOP")
                 .arg(list)
                 .arg(seconds)
@@ -188,16 +214,21 @@ impl Transport for NativeTransport {
         list: &[u8],
         timeout: Duration,
     ) -> Result<RanThenWaited, RunError> {
-        self.blocking(timeout, |connection, seconds| {
+        let route = keys.first().copied().unwrap_or_default();
+        self.blocking(route, timeout, |connection, seconds, asking| {
             let mut pipe = redis::pipe();
+            if asking {
+                pipe.cmd("ASKING").ignore();
+            }
             pipe.cmd("EVALSHA")
                 .arg(script.sha1())
                 .arg(keys.len())
                 .arg(keys)
-                .arg(args)
-                .cmd("BLPOP")
-                .arg(list)
-                .arg(seconds);
+                .arg(args);
+            if asking {
+                pipe.cmd("ASKING").ignore();
+            }
+            pipe.cmd("BLPOP").arg(list).arg(seconds);
             let replies = match pipe.query::<(i64, Option<(Vec<u8>, Vec<u8>)>)>(connection) {
                 // The server lost its scripts (restart, SCRIPT FLUSH): the wait ran its course
                 // without the attempt. Load the script and do both again.
@@ -222,7 +253,14 @@ impl Transport for NativeTransport {
     }
 
     fn take_warning(&self) -> Option<String> {
-        self.slot().lock().warning.take()
+        match &self.cluster {
+            Some(cluster) => cluster.take_warning(),
+            None => self.slot().lock().warning.take(),
+        }
+    }
+
+    fn cluster(&self) -> bool {
+        self.cluster.is_some()
     }
 
     fn defers_release(&self) -> bool {
@@ -234,7 +272,10 @@ impl Transport for NativeTransport {
     }
 
     fn read_unread(&self) {
-        self.read_unread_in(&mut self.slot().lock());
+        // A cluster never defers a release (dsn.rs), so it has nothing unread.
+        if self.cluster.is_none() {
+            self.read_unread_in(&mut self.slot().lock());
+        }
     }
 
     fn send(
@@ -243,6 +284,10 @@ impl Transport for NativeTransport {
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<PendingRelease, RunError> {
+        if self.cluster.is_some() {
+            self.run(script, keys, args)?;
+            return Ok(PendingRelease::done());
+        }
         let mut guard = self.slot().lock();
         let slot = &mut *guard;
         if let Some(connection) = slot.connection.as_mut() {
@@ -277,6 +322,7 @@ impl NativeTransport {
             slot_name: format!("{}#{purpose}", self.slot_name),
             deadline: Mutex::new(None),
             name: self.name.clone(),
+            cluster: ClusterLinks::for_dsn(&self.dsn),
         }
     }
 
@@ -284,17 +330,19 @@ impl NativeTransport {
     /// seconds, decimals since Redis 6), with a socket timeout that outwaits it.
     fn blocking<T>(
         &self,
+        route: &[u8],
         timeout: Duration,
-        mut call: impl FnMut(&mut redis::Connection, &str) -> redis::RedisResult<T>,
+        mut call: impl FnMut(&mut redis::Connection, &str, bool) -> redis::RedisResult<T>,
     ) -> Result<T, RunError> {
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
         let describe = |e: &redis::RedisError| self.error(e).to_string();
         let ack = self.dsn.replicas.map_or(Duration::ZERO, |ack| ack.timeout);
         self.with_connection(
+            route,
             timeout + self.dsn.read_timeout + ack,
-            |connection, unread| {
+            &mut |connection, unread, asking| {
                 unread.read_all(connection, &describe)?;
-                call(connection, &seconds)
+                call(connection, &seconds, asking)
             },
         )
     }
@@ -325,15 +373,49 @@ impl NativeTransport {
         self.slot.get_or_init(|| slot_for(&self.slot_name))
     }
 
-    /// Runs `call` on this process's connection, opening it first when needed, with a socket
-    /// read timeout of `wait` (capped by the deadline). `call` gets the replies still unread on
-    /// it: it reads them first, or writes its command behind them (`pending.rs`).
+    /// Runs `call` on this process's connection (for a cluster, the one to the node serving
+    /// `route`'s hash slot), with a socket read timeout of `wait` (capped by the deadline).
     fn with_connection<T>(
         &self,
+        route: &[u8],
         wait: Duration,
-        mut call: impl FnMut(&mut redis::Connection, &mut UnreadReplies) -> redis::RedisResult<T>,
+        call: &mut Call<'_, T>,
     ) -> Result<T, RunError> {
-        let mut slot = self.slot().lock();
+        match &self.cluster {
+            Some(cluster) => self.routed(cluster, route, wait, call),
+            None => self
+                .on_slot(self.slot(), None, wait, false, call)
+                .map_err(|failure| match failure {
+                    Failure::Run(error) => error,
+                    Failure::Redirect(redirect) => RunError::new(
+                        RunErrorKind::Server,
+                        format!(
+                            "Redis at {} is a Redis Cluster node (it redirected to {}): use \
+                             redis_cluster=1 and the nodes as host[...] in the DSN",
+                            self.name,
+                            crate::store::redis::dsn::host_port(
+                                &redirect.node().0,
+                                redirect.node().1
+                            )
+                        ),
+                    ),
+                }),
+        }
+    }
+
+    /// Runs `call` on the connection of `slot` (to `node`, for a cluster), opening it first when
+    /// needed, with a socket read timeout of `wait` (capped by the deadline). `call` gets the
+    /// replies still unread on it: it reads them first, or writes its command behind them
+    /// (`pending.rs`).
+    fn on_slot<T>(
+        &self,
+        slot: &Mutex<Slot>,
+        node: Option<&Node>,
+        wait: Duration,
+        asking: bool,
+        call: &mut Call<'_, T>,
+    ) -> Result<T, Failure> {
+        let mut slot = slot.lock();
         // A kept connection may have died since its last use (server restart, idle timeout): on a
         // connection error it is replaced once and the call made again. Every lock script is
         // idempotent for its token; after a lost reply a second run at most skips a fencing
@@ -345,11 +427,12 @@ impl NativeTransport {
                 Some(connection) => connection,
                 None => {
                     slot.read_timeout = Some(self.dsn.read_timeout);
-                    slot.connection.insert(self.connect()?)
+                    slot.connection
+                        .insert(self.connect(node).map_err(Failure::Run)?)
                 }
             };
             let reply = set_read_timeout(connection, &mut slot.read_timeout, self.capped(wait))
-                .and_then(|()| call(connection, &mut slot.unread));
+                .and_then(|()| call(connection, &mut slot.unread, asking));
             match reply {
                 Ok(reply) => {
                     // After the call, so that the check never delays it (nor its deadline).
@@ -370,6 +453,9 @@ impl NativeTransport {
                     return Ok(reply);
                 }
                 Err(e) => {
+                    if let Some(redirect) = Redirect::of(&e) {
+                        return Err(Failure::Redirect(redirect));
+                    }
                     let error = self.error(&e);
                     match error.kind() {
                         // Out of step with the server (a reply may still come): never reused.
@@ -382,13 +468,17 @@ impl NativeTransport {
                         }
                         _ => {}
                     }
-                    return Err(error);
+                    return Err(Failure::Run(error));
                 }
             }
         }
-        Err(RunError::new(
+        Err(Failure::Run(RunError::new(
             RunErrorKind::Connection,
             format!("Redis at {}: connection lost", self.name),
-        ))
+        )))
     }
 }
+
+#[path = "native_cluster.rs"]
+mod native_cluster;
+use native_cluster::ClusterLinks;

@@ -25,7 +25,10 @@ pub enum RunErrorKind {
     /// The server did not answer within the socket timeout (or the time left to a deadline): it
     /// may be paused (`CLIENT PAUSE`), busy or gone. A wait with a deadline tries again.
     TimedOut,
-    /// The server is still loading its data after a restart (`LOADING`): a wait tries again.
+    /// The server cannot serve the key for now: it is still loading its data after a restart
+    /// (`LOADING`), or, in a Redis Cluster, the key's slot is being migrated (`TRYAGAIN`: a
+    /// script's keys are not all on one side yet) or has no primary (`CLUSTERDOWN`). A wait
+    /// tries again.
     Loading,
     /// The server does not know the script (`NOSCRIPT`): the transport loads it and retries.
     NoScript,
@@ -53,7 +56,7 @@ impl RunError {
     pub fn from_reply(context: &str, reply: &str) -> Self {
         let code = reply.split_whitespace().next().unwrap_or_default();
         let kind = match code {
-            "LOADING" => RunErrorKind::Loading,
+            "LOADING" | "TRYAGAIN" | "CLUSTERDOWN" => RunErrorKind::Loading,
             "NOSCRIPT" => RunErrorKind::NoScript,
             _ if reply.contains(NOT_A_LOCK) => RunErrorKind::NotALock,
             _ => RunErrorKind::Server,
@@ -155,6 +158,12 @@ pub trait Transport {
     /// none).
     fn read_unread(&self) {}
 
+    /// Whether the server is a Redis Cluster: the store then refuses resource names whose
+    /// companion keys cannot share their hash slot (`keys::co_slotted`).
+    fn cluster(&self) -> bool {
+        false
+    }
+
     /// A warning noticed while connecting (an eviction policy that can drop locks), once.
     fn take_warning(&self) -> Option<String> {
         None
@@ -183,6 +192,8 @@ mod tests {
     fn replies_are_classified_by_their_code() {
         let loading = RunError::from_reply("", "LOADING Redis is loading the dataset in memory");
         assert_eq!(loading.kind(), RunErrorKind::Loading);
+        let migrating = RunError::from_reply("", "TRYAGAIN Multiple keys request during rehashing");
+        assert_eq!(migrating.kind(), RunErrorKind::Loading);
         assert_eq!(
             RunError::from_reply("x: ", "NOSCRIPT No matching script").kind(),
             RunErrorKind::NoScript
