@@ -146,7 +146,8 @@ final class RedisSentinelTest extends DeadboltTestCase
     public function testABadSentinelDsnIsRefusedUpFront(): void
     {
         $this->expectException(InvalidArgumentException::class);
-        $this->expectExceptionMessage('several hosts need redis_sentinel=<service>');
-        new RedisStore('redis:?host[127.0.0.1:26379]&host[127.0.0.1:26380]');
+        // Several hosts without redis_sentinel are a cluster's seed nodes, unless redis_cluster=0 says they are not.
+        $this->expectExceptionMessage('several hosts need redis_sentinel=<service> or redis_cluster=1');
+        new RedisStore('redis:?host[127.0.0.1:26379]&host[127.0.0.1:26380]&redis_cluster=0');
     }
 }
