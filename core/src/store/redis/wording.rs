@@ -49,9 +49,20 @@ pub(crate) fn describe(e: &RedisError, context: Context) -> String {
         return "the host name does not resolve (check the host in the DSN)".into();
     }
     if let Some(code) = e.code() {
-        return match e.detail() {
+        let answered = match e.detail() {
             Some(detail) => format!("the server answered {code} {detail}"),
             None => format!("the server answered {code}"),
+        };
+        return match code {
+            "TRYAGAIN" => format!(
+                "{answered} (the key's hash slot is being migrated between cluster nodes: it was \
+                 asked again for up to 310 ms; a blocking acquire waits it out)"
+            ),
+            "CLUSTERDOWN" => format!(
+                "{answered} (the cluster has no primary for some slots: a failover under way, or \
+                 too few nodes)"
+            ),
+            _ => answered,
         };
     }
     if e.kind() == ErrorKind::Io {
@@ -100,6 +111,32 @@ mod tests {
         let dropped = io_error(io::ErrorKind::ConnectionReset);
         assert!(describe(&dropped, PLAIN).ends_with("use rediss://"));
         assert_eq!(describe(&dropped, TLS), "the server closed the connection");
+    }
+
+    /// An error reply as the server sends it.
+    fn reply(text: &str) -> RedisError {
+        match redis::parse_redis_value(format!("-{text}\r\n").as_bytes()) {
+            Ok(value) => value
+                .extract_error()
+                .err()
+                .unwrap_or_else(|| io_error(io::ErrorKind::Other)),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn cluster_replies_say_what_is_going_on() {
+        let migrating = describe(
+            &reply("TRYAGAIN Multiple keys request during rehashing of slot"),
+            PLAIN,
+        );
+        assert!(
+            migrating.starts_with("the server answered TRYAGAIN Multiple keys"),
+            "{migrating}"
+        );
+        assert!(migrating.contains("being migrated"), "{migrating}");
+        let down = describe(&reply("CLUSTERDOWN The cluster is down"), PLAIN);
+        assert!(down.contains("no primary for some slots"), "{down}");
     }
 
     #[test]
