@@ -154,6 +154,17 @@ impl NativeTransport {
     }
 }
 
+/// A pipeline's error as the error of its first failed command, so that its reply's text (a
+/// cluster redirect's slot and node, `TRYAGAIN`'s reason) is read as a single command's is.
+fn first_failure(e: redis::RedisError) -> redis::RedisError {
+    match e.clone().into_server_errors() {
+        Some(failures) => failures
+            .first()
+            .map_or(e, |(_, failure)| redis::RedisError::from(failure.clone())),
+        None => e,
+    }
+}
+
 /// Sets the socket's read timeout to `timeout` unless `current` says it is that already.
 fn set_read_timeout(
     connection: &redis::Connection,
@@ -242,7 +253,8 @@ impl Transport for NativeTransport {
                     pipe.query(connection)
                 }
                 other => other,
-            }?;
+            }
+            .map_err(first_failure)?;
             let signal = replies.1.and_then(|(_, item)| Signal::parse(&item));
             // Taken by the attempt (a hand-over is acknowledged through its claim, wait.rs).
             let shortfall =

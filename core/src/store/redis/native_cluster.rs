@@ -134,6 +134,18 @@ impl NativeTransport {
                     cluster.state().lock().current = false;
                     match self.node_for(cluster, slot, Some(&node)) {
                         Ok(next) if next != node => {}
+                        // The others answered and still name that node: its replica has not
+                        // been promoted yet. Like a server still loading, a wait rides this out
+                        // until its deadline; a caller that does not wait is told why.
+                        Ok(_) if error.kind() == RunErrorKind::Connection => {
+                            return Err(RunError::new(
+                                RunErrorKind::Loading,
+                                format!(
+                                    "{error} (no other node serves its hash slot yet: a \
+                                     failover may be under way)"
+                                ),
+                            ))
+                        }
                         _ => return Err(error),
                     }
                 }
