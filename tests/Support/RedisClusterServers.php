@@ -31,9 +31,10 @@ final class RedisClusterServers
     }
 
     /**
-     * @param array<string, string> $options more redis-server options for every node, e.g. ['cluster-node-timeout' => '1000']
+     * @param array<string, string>                  $options more redis-server options for every node, e.g. ['cluster-node-timeout' => '1000']
+     * @param (\Closure(): array<string, string>)|null $perNode options of each node's own, asked once per node (a tls-port)
      */
-    public static function start(int $masters = 3, int $replicasPerMaster = 0, array $options = []): self
+    public static function start(int $masters = 3, int $replicasPerMaster = 0, array $options = [], ?\Closure $perNode = null): self
     {
         $password = $options['requirepass'] ?? null;
         $options += [
@@ -45,7 +46,7 @@ final class RedisClusterServers
         ] + (null !== $password ? ['masterauth' => $password] : []);
         $nodes = [];
         for ($i = 0; $i < $masters * (1 + $replicasPerMaster); ++$i) {
-            $nodes[] = RedisServer::start($options);
+            $nodes[] = RedisServer::start($options + (null !== $perNode ? $perNode() : []));
         }
         $cluster = new self($nodes, $password, $replicasPerMaster);
         $command = [deadbolt_redis_binary('cli'), '--cluster', 'create', ...$cluster->seeds(), '--cluster-replicas', (string) $replicasPerMaster, '--cluster-yes'];

@@ -200,15 +200,7 @@ impl Dsn {
                 if service.is_empty() {
                     return Err(bad("redis_sentinel names no service".into()));
                 }
-                if authority.is_none() && !url.path().is_empty() {
-                    return Err(bad("sentinels are host:port, not a socket path".into()));
-                }
-                let nodes: Vec<_> = authority.into_iter().chain(hosts).collect();
-                if nodes.is_empty() {
-                    return Err(bad(
-                        "redis_sentinel needs a sentinel: host[h:26379], or the DSN's host".into(),
-                    ));
-                }
+                let nodes = listed_nodes(&url, authority, hosts, "redis_sentinel", "sentinel")?;
                 dsn.db = path_database(&url)?;
                 Endpoint::Sentinel(Sentinels {
                     service,
@@ -223,15 +215,7 @@ impl Dsn {
                     || (cluster.is_none()
                         && hosts.len() + usize::from(authority.is_some()) > 1) =>
             {
-                if authority.is_none() && !url.path().is_empty() {
-                    return Err(bad("cluster nodes are host:port, not a socket path".into()));
-                }
-                let seeds: Vec<_> = authority.into_iter().chain(hosts).collect();
-                if seeds.is_empty() {
-                    return Err(bad(
-                        "redis_cluster needs a seed node: host[h:7000], or the DSN's host".into(),
-                    ));
-                }
+                let seeds = listed_nodes(&url, authority, hosts, "redis_cluster", "seed node")?;
                 if path_database(&url)? != 0 || db_in_query.is_some_and(|db| db != 0) {
                     return Err(bad("a Redis Cluster has database 0 only".into()));
                 }
@@ -390,6 +374,27 @@ fn host_and_port(text: &str) -> Result<(String, u16)> {
         None => DEFAULT_PORT,
     };
     Ok((host.to_owned(), port))
+}
+
+/// The DSN's host, then its `host[...]` entries: the sentinels of `redis_sentinel`, or the seed
+/// nodes of `redis_cluster` (`option`), each a `node` at host:port.
+fn listed_nodes(
+    url: &url::Url,
+    authority: Option<(String, u16)>,
+    hosts: Vec<(String, u16)>,
+    option: &str,
+    node: &str,
+) -> Result<Vec<(String, u16)>> {
+    if authority.is_none() && !url.path().is_empty() {
+        return Err(bad(format!("a {node} is host:port, not a socket path")));
+    }
+    let nodes: Vec<_> = authority.into_iter().chain(hosts).collect();
+    if nodes.is_empty() {
+        return Err(bad(format!(
+            "{option} needs a {node}: host[h:port], or the DSN's host"
+        )));
+    }
+    Ok(nodes)
 }
 
 /// A yes/no option as Symfony reads one (`1`, `true`, `yes`, `on`; `0`, `false`, `no`, `off`).
