@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Starts a private redis-server (or valkey-server: DEADBOLT_REDIS_SERVER / DEADBOLT_REDIS_CLI) on a free loopback
 # port for the tests and prints its port.
-# Usage: scripts/redis-start.sh DIR   (pidfile, log and socket go to DIR; stop with redis-stop.sh DIR)
+# Usage: scripts/redis-start.sh DIR [redis-server options...]   (pidfile, log and socket go to DIR; stop with
+# redis-stop.sh DIR; the options follow the defaults, e.g. --cluster-enabled yes)
 set -euo pipefail
-dir=${1:?usage: redis-start.sh DIR}
+dir=${1:?usage: redis-start.sh DIR [redis-server options...]}
+shift
 server=${DEADBOLT_REDIS_SERVER:-redis-server}
 cli=${DEADBOLT_REDIS_CLI:-redis-cli}
 php=$(bash "$(dirname "$0")/php-binary.sh")
@@ -14,7 +16,7 @@ for attempt in 1 2 3 4 5; do
     echo substr($n, strrpos($n, ":") + 1);')
   "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
     --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
-    --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --daemonize yes
+    --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --daemonize yes "$@"
   for _ in $(seq 1 50); do
     if "$cli" -p "$port" ping >/dev/null 2>&1; then
       echo "$port" > "$dir/port"
