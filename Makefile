@@ -107,13 +107,12 @@ bench: build
 	  trap 'for i in 1 2 3; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-master$$i; done' EXIT && \
 	  $(RUN_PHP) bench/quorum.php --ports=$$p1,$$p2,$$p3 && \
 	  $(RUN_PHP) bench/quorum.php --ports=$$p1,$$p2,$$p3 --delay-ms=1 300 3
-	@for i in 1 2 3 plain; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-cluster$$i >/dev/null 2>&1 || true; done
+	@for i in 1 2 3; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-cluster$$i >/dev/null 2>&1 || true; done
 	@p1=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-cluster1 --cluster-enabled yes) && \
 	  p2=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-cluster2 --cluster-enabled yes) && \
 	  p3=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-cluster3 --cluster-enabled yes) && \
-	  plain=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-clusterplain) && \
-	  trap 'for i in 1 2 3 plain; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-cluster$$i; done' EXIT && \
-	  $(RUN_PHP) bench/cluster.php --ports=$$p1,$$p2,$$p3 --plain-port=$$plain
+	  trap 'for i in 1 2 3; do bash scripts/redis-stop.sh $(RUN_DIR)/bench-cluster$$i; done' EXIT && \
+	  $(RUN_PHP) bench/cluster.php --ports=$$p1,$$p2,$$p3
 
 # Installs the built extension for every SAPI of this PHP (or $PHP_CONFIG's) and says what it wrote;
 # `make uninstall` removes exactly that (scripts/install-binary.sh keeps the list, and picks the PHP the same way

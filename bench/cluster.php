@@ -3,13 +3,14 @@
 /*
  * What the native Redis Cluster connection costs: the lock cycle (createLock + acquire(false) + release) on a
  * three-master cluster by Deadbolt's cluster DSN, beside Deadbolt over a lent \RedisCluster, symfony/lock over the same
- * \RedisCluster, phpredis SET NX PX + DEL through \RedisCluster (the floor), and Deadbolt by DSN on one plain server
- * (what the routing adds). Loopback, measured side by side in one run (support/cycle_rounds.php).
+ * \RedisCluster, and phpredis SET NX PX + DEL through \RedisCluster (the floor). Every variant talks to the same three
+ * servers, measured side by side in one run (support/cycle_rounds.php). No row on another server: on a 2-core machine
+ * a loopback round trip depends on which processes are awake, which is not what this compares (bench/README.md).
  *
- *   php -d extension=target/release/libdeadbolt.so bench/cluster.php --ports=P1,P2,P3 --plain-port=P [cycles] [rounds]
+ *   php -d extension=target/release/libdeadbolt.so bench/cluster.php --ports=P1,P2,P3 [cycles=5000] [rounds=5]
  *
  * P1..P3 are empty redis-servers started with --cluster-enabled yes: this joins them (CLUSTER ADDSLOTSRANGE, MEET).
- * P is a plain redis-server. `make bench` starts all four.
+ * `make bench` starts them.
  */
 
 declare(strict_types=1);
@@ -21,21 +22,18 @@ require_once __DIR__ . '/support/environment.php';
 const SLICE = 250;
 const NAMES = 64;
 
-$cli = new Cli('bench/cluster.php', 'usage: php bench/cluster.php --ports=P1,P2,P3 --plain-port=P [cycles=5000] [rounds=5]');
+$cli = new Cli('bench/cluster.php', 'usage: php bench/cluster.php --ports=P1,P2,P3 [cycles=5000] [rounds=5]');
 $positional = [];
 $ports = [];
-$plainPort = null;
 foreach (array_slice($argv, 1) as $arg) {
     if (str_starts_with($arg, '--ports=')) {
         $ports = array_map($cli->port(...), explode(',', substr($arg, 8)));
-    } elseif (str_starts_with($arg, '--plain-port=')) {
-        $plainPort = $cli->port(substr($arg, 13));
     } else {
         $positional[] = $arg;
     }
 }
-if (count($ports) !== 3 || $plainPort === null) {
-    $cli->fail('--ports (three cluster-enabled servers) and --plain-port are needed');
+if (count($ports) !== 3) {
+    $cli->fail('--ports needs three cluster-enabled servers');
 }
 $cycles = $cli->positional($positional, 0, 5000, 'cycles');
 $rounds = $cli->positional($positional, 1, 5, 'rounds');
@@ -114,10 +112,6 @@ if (loadLibrary(symfonyLockAutoload())) {
 }
 $variants['(e) Deadbolt by cluster DSN'] = $cycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($dsn)), 'e');
 $variants['(f) Deadbolt + \RedisCluster'] = $cycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($clusterClient)), 'f');
-$variants['(p) Deadbolt by DSN, one plain server'] = $cycle(
-    new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore("redis://127.0.0.1:$plainPort")),
-    'p',
-);
 
 $bench = new CycleRounds($variants, $cycles, $rounds, SLICE);
 $bench->warmUp(min($cycles, 1000));
@@ -128,11 +122,10 @@ printf("Lock cycle on a three-master Redis Cluster (loopback), %d cycles x %d ro
 echo phpAndMachine(), ', phpredis ', phpversion('redis'), "\n";
 $floor = $medians['(a) \RedisCluster SET NX PX + DEL'] ?? null;
 $symfony = $medians['(c) symfony/lock + \RedisCluster'] ?? null;
-$plain = $medians['(p) Deadbolt by DSN, one plain server'] ?? null;
-printf("%-40s %10s %8s %8s %8s\n", 'variant', 'µs/cycle', 'vs (a)', 'vs (c)', 'vs (p)');
+printf("%-40s %10s %8s %8s\n", 'variant', 'µs/cycle', 'vs (a)', 'vs (c)');
 $ratio = static fn (float $us, ?float $base): string => $base === null ? '-' : sprintf('%.2fx', $us / $base);
 foreach ($medians as $name => $us) {
-    printf("%-40s %10.2f %8s %8s %8s\n", $name, $us, $ratio($us, $floor), $ratio($us, $symfony), $ratio($us, $plain));
+    printf("%-40s %10.2f %8s %8s\n", $name, $us, $ratio($us, $floor), $ratio($us, $symfony));
 }
 foreach ([...$notes, ...array_map(static fn (string $n, string $why): string => "$n failed: $why", array_keys($bench->broken), $bench->broken)] as $note) {
     echo $note, "\n";
