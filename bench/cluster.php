@@ -23,18 +23,8 @@ const SLICE = 250;
 const NAMES = 64;
 
 $cli = new Cli('bench/cluster.php', 'usage: php bench/cluster.php --ports=P1,P2,P3 [cycles=5000] [rounds=5]');
-$positional = [];
-$ports = [];
-foreach (array_slice($argv, 1) as $arg) {
-    if (str_starts_with($arg, '--ports=')) {
-        $ports = array_map($cli->port(...), explode(',', substr($arg, 8)));
-    } else {
-        $positional[] = $arg;
-    }
-}
-if (count($ports) !== 3) {
-    $cli->fail('--ports needs three cluster-enabled servers');
-}
+[$options, $positional] = $cli->arguments($argv, ['ports']);
+$ports = $cli->ports($options['ports'] ?? null, 3, 'ports');
 $cycles = $cli->positional($positional, 0, 5000, 'cycles');
 $rounds = $cli->positional($positional, 1, 5, 'rounds');
 if (!deadboltLoaded() || !extension_loaded('redis')) {

@@ -25,20 +25,13 @@ require_once __DIR__ . '/support/environment.php';
 const SLICE = 250;
 
 $cli = new Cli('bench/quorum.php', 'usage: php bench/quorum.php --ports=P1,P2,P3 [cycles=3000] [rounds=5]');
-$positional = [];
-$ports = null;
+[$options, $positional] = $cli->arguments($argv, ['ports', 'delay-ms']);
+$ports = $cli->ports($options['ports'] ?? null, 3, 'ports');
 $delayMs = null;
-foreach (array_slice($argv, 1) as $arg) {
-    if (str_starts_with($arg, '--delay-ms=') && is_numeric(substr($arg, 11)) && (float) substr($arg, 11) > 0) {
-        $delayMs = (float) substr($arg, 11);
-    } elseif (str_starts_with($arg, '--ports=')) {
-        $ports = array_map(static fn (string $p): int => $cli->port($p), explode(',', substr($arg, 8)));
-    } else {
-        $positional[] = $arg;
-    }
-}
-if ($ports === null || count($ports) !== 3) {
-    $cli->fail('--ports needs three ports');
+if (isset($options['delay-ms'])) {
+    $delayMs = is_numeric($options['delay-ms']) && (float) $options['delay-ms'] > 0
+        ? (float) $options['delay-ms']
+        : $cli->fail('--delay-ms must be a positive number of milliseconds');
 }
 $cycles = $cli->positional($positional, 0, 3000, 'cycles');
 $rounds = $cli->positional($positional, 1, 5, 'rounds');

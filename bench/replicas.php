@@ -21,20 +21,9 @@ require_once __DIR__ . '/support/environment.php';
 const SLICE = 250;
 
 $cli = new Cli('bench/replicas.php', 'usage: php bench/replicas.php --port=PRIMARY --replica-port=REPLICA [cycles=5000] [rounds=5]');
-$positional = [];
-$port = $replicaPort = null;
-foreach (array_slice($argv, 1) as $arg) {
-    if (str_starts_with($arg, '--port=')) {
-        $port = $cli->port(substr($arg, 7));
-    } elseif (str_starts_with($arg, '--replica-port=')) {
-        $replicaPort = $cli->port(substr($arg, 15));
-    } else {
-        $positional[] = $arg;
-    }
-}
-if ($port === null || $replicaPort === null) {
-    $cli->fail('--port and --replica-port are both needed');
-}
+[$options, $positional] = $cli->arguments($argv, ['port', 'replica-port']);
+[$port] = $cli->ports($options['port'] ?? null, 1, 'port');
+[$replicaPort] = $cli->ports($options['replica-port'] ?? null, 1, 'replica-port');
 $cycles = $cli->positional($positional, 0, 5000, 'cycles');
 $rounds = $cli->positional($positional, 1, 5, 'rounds');
 if (!deadboltLoaded()) {
