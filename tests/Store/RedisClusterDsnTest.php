@@ -244,13 +244,7 @@ final class RedisClusterDsnTest extends DeadboltTestCase
     public function testASlotMovedToAnotherMasterIsFollowedByTheSameObjects(): void
     {
         $c = self::cluster();
-        $factory = new LockFactory(new RedisStore($c->dsn()));
-        $name = 'moved-'.bin2hex(random_bytes(4));
-        $lock = $factory->createLock($name, 30.0);
-        $this->assertTrue($lock->acquire());
-        $slot = $c->slotOf($name);
-        $from = $c->masterOf($slot);
-        $to = $c->otherMaster($from);
+        [$factory, $lock, $name, $slot, $from, $to] = $this->heldLockAndAnotherMaster('moved');
         $c->moveSlot($slot, $to);
         $moved = $c->errorCount($from, 'MOVED');
 
@@ -285,13 +279,7 @@ final class RedisClusterDsnTest extends DeadboltTestCase
     public function testASlotHalfwayThroughAMigrationIsFollowedWithAskAndTryAgainIsWaitedOut(): void
     {
         $c = self::cluster();
-        $factory = new LockFactory(new RedisStore($c->dsn()));
-        $name = 'asked-'.bin2hex(random_bytes(4));
-        $held = $factory->createLock($name, 30.0);
-        $this->assertTrue($held->acquire());
-        $slot = $c->slotOf($name);
-        $from = $c->masterOf($slot);
-        $to = $c->otherMaster($from);
+        [$factory, $held, $name, $slot, $from, $to] = $this->heldLockAndAnotherMaster('asked');
         $c->openMigration($slot, $to);
         $c->migrateKeys($slot, $from, $to);
         $asks = $c->errorCount($from, 'ASK');
@@ -381,6 +369,24 @@ final class RedisClusterDsnTest extends DeadboltTestCase
     }
 
     /** @param 'dsn'|'lent' $connection */
+    /**
+     * A lock held through the DSN on a new name, its slot, the master serving it and another master to move it to.
+     *
+     * @return array{LockFactory, \Deadbolt\Lock, string, int, \Deadbolt\Tests\Support\RedisServer, \Deadbolt\Tests\Support\RedisServer}
+     */
+    private function heldLockAndAnotherMaster(string $prefix): array
+    {
+        $c = self::cluster();
+        $factory = new LockFactory(new RedisStore($c->dsn()));
+        $name = $prefix.'-'.bin2hex(random_bytes(4));
+        $lock = $factory->createLock($name, 30.0);
+        $this->assertTrue($lock->acquire());
+        $slot = $c->slotOf($name);
+        $from = $c->masterOf($slot);
+
+        return [$factory, $lock, $name, $slot, $from, $c->otherMaster($from)];
+    }
+
     private function store(string $connection): RedisStore
     {
         return new RedisStore('dsn' === $connection ? self::cluster()->dsn() : self::cluster()->client());

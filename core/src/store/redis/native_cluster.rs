@@ -56,13 +56,15 @@ impl ClusterLinks {
     }
 
     /// The connection slot for `node`, named after the transport's own (`slot_name`).
+    /// Looked up before anything is made: this runs on every call, the making once per node.
     fn link(&self, node: &Node, slot_name: &str) -> Arc<Mutex<Slot>> {
         let mut state = self.state().lock();
-        let link = state
-            .links
-            .entry(node.clone())
-            .or_insert_with(|| slot_for(&format!("{slot_name}@{}", host_port(&node.0, node.1))));
-        Arc::clone(link)
+        if let Some(link) = state.links.get(node) {
+            return Arc::clone(link);
+        }
+        let link = slot_for(&format!("{slot_name}@{}", host_port(&node.0, node.1)));
+        state.links.insert(node.clone(), Arc::clone(&link));
+        link
     }
 
     /// A warning one of the nodes gave while connecting (an evicting policy), once.
