@@ -199,7 +199,7 @@ final class Lock implements DeadlineLockInterface, FencedLockInterface
 
     /**
      * Whether the background refresher (autoRefresh) found this lock gone: taken by someone else, or expired while
-     * the store was unreachable. Answers at once, without a network call; once true, refresh() and release() throw
+     * the store was unreachable or stalled (true at the latest at the lock's last known expiry). Answers at once, without a network call; once true, refresh() and release() throw
      * LockExpiredException. Always false for locks without autoRefresh.
      */
     public function isLost(): bool

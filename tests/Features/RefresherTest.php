@@ -253,6 +253,51 @@ final class RefresherTest extends FeatureTestCase
         $holder->wait(10.0);
     }
 
+    /**
+     * Issue 25, item 1: the refresher extended one store after another, so a store that stopped answering (SIGSTOP,
+     * a 20 s read timeout) held up every other store's extensions and their locks ran out while isLost() said false.
+     */
+    public function testAStalledStoreDelaysOnlyItsOwnLocksAndTheirLossIsToldAtTheirExpiry(): void
+    {
+        $stalled = RedisServer::start();
+        $healthy = RedisServer::start();
+        $ttl = 2.0;
+        $before = Metrics::snapshot()['counters']['lost'];
+        $lockA = (new LockFactory(new RedisStore($stalled->dsn('?read_timeout=20'))))
+            ->createLock(uniqid('stalled', true), $ttl, true, true);
+        $resourceB = uniqid('healthy', true);
+        $lockB = (new LockFactory(new RedisStore($healthy->dsn())))->createLock($resourceB, $ttl, true, true);
+        $this->assertTrue($lockA->acquire());
+        $this->assertTrue($lockB->acquire());
+
+        $stalled->pause();
+        $paused = hrtime(true);
+        $observer = $healthy->client();
+        // 4x the TTL: every extension of lock A after the pause hangs for its 20 s read timeout meanwhile.
+        while (self::since($paused) < 4 * $ttl) {
+            $this->assertGreaterThan(0, $observer->pTtl($resourceB), sprintf('lock B is in its Redis %.2f s after the other store stalled', self::since($paused)));
+            $this->assertFalse($lockB->isLost());
+            // No extension of A can have been confirmed after the pause, so A's expiry is at most a TTL after it
+            // (the extra half second: SIGSTOP reaches the server a moment after kill() returns).
+            if (self::since($paused) > $ttl + 0.5) {
+                $this->assertTrue($lockA->isLost(), sprintf('lock A is lost %.2f s after its store stalled, past its TTL', self::since($paused)));
+            }
+            usleep(200_000);
+        }
+        $this->assertTrue($lockA->isLost());
+        $this->assertTrue($lockB->isAcquired(), 'lock B is still held');
+        $this->assertSame($before + 1, Metrics::snapshot()['counters']['lost'], 'lock A counted lost, once; lock B not');
+        $lockB->release();
+        $stalled->resume();
+        try {
+            $lockA->release();
+        } catch (LockExpiredException) {
+            // A lost lock's release says so.
+        }
+        $stalled->stop();
+        $healthy->stop();
+    }
+
     public function testAutoRefreshIsRefusedOnARedisStoreOverAPhpClient(): void
     {
         $clients = [

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{refreshed, Lock, Wait};
 use crate::event::{messages, Event, EventSink, Level};
@@ -150,11 +150,17 @@ impl Lock {
         let Some(token) = key.drawn_token() else {
             return;
         };
+        // The store's expiry counts from before the save was sent, as the key's lifetime does.
+        let expires_at = key
+            .remaining_lifetime()
+            .and_then(|left| Duration::try_from_secs_f64(left.max(0.0)).ok())
+            .map(|left| Instant::now() + left);
         let registered = refresher::register(
             extender,
             key.resource().to_vec(),
             token.as_str().to_owned(),
             ttl,
+            expires_at,
             self.auto_refresh.max_hold,
         );
         // Without the thread the lock still works; it just is not kept alive. With it, the key's
