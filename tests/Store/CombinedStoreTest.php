@@ -145,6 +145,32 @@ final class CombinedStoreTest extends DeadboltTestCase
         $this->assertTrue($minority->isAcquired() && $majority[0]->isAcquired() && $majority[1]->isAcquired());
     }
 
+    /**
+     * Issue 25, item 2: with one master down, a rival holding one of the other two made acquire(false) throw
+     * LockAcquiringException instead of answering false (held-out failover run: 500-1,800 such throws per 20 s).
+     * One refusal plus one failure defeat consensus because someone else holds the lock: a conflict, as symfony/lock
+     * reports it. A storage error only when the failures alone defeat the strategy.
+     */
+    public function testARefusalAndAFailureTogetherAreAConflictNotAStorageError(): void
+    {
+        $rival = $this->holdIn(0, 'combined-split');
+        $this->group->servers[2]->stop();
+        $lock = (new LockFactory($this->store()))->createLock('combined-split', 30.0);
+
+        $this->assertFalse($lock->acquire(false), 'one master refused, one is down: not now');
+        $this->assertFalse($lock->acquire(true, 0.3), 'and a wait with a deadline runs out the same way');
+        $this->assertSame(0, $this->group->servers[1]->client()->exists('combined-split'), 'the free master was cleaned up');
+        $this->assertTrue($rival->isAcquired());
+
+        $this->group->servers[1]->stop();
+        try {
+            (new LockFactory($this->store()))->createLock('combined-split-down', 30.0)->acquire(false);
+            $this->fail('two masters of three down: the failures alone defeat consensus');
+        } catch (LockAcquiringException $e) {
+            $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+        }
+    }
+
     public function testUnanimousNeedsEveryMaster(): void
     {
         $unanimous = new LockFactory($this->store(new UnanimousStrategy()));

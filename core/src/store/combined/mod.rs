@@ -106,15 +106,17 @@ impl CombinedStore {
         Ok(outcomes)
     }
 
-    /// What a take or an extension that the strategy did not accept fails with: a conflict when
-    /// the members that refused it are enough to defeat the strategy (someone else holds it),
-    /// else a storage error naming each member that failed (the outcome was not the lock's).
+    /// What a take or an extension that the strategy did not accept fails with: a storage error
+    /// naming each member that failed only when those failures alone defeat the strategy (the
+    /// stores, not a rival, decided it); otherwise some member refused because someone else holds
+    /// or contends for the lock, and the answer is symfony/lock's: a conflict ("not now"), or for
+    /// an extension, not held.
     fn not_met(&self, key: &Key, outcomes: &[Result<()>], not_held: bool) -> Error {
-        let refused = outcomes
+        let failed = outcomes
             .iter()
-            .filter(|o| o.as_ref().is_err_and(Error::is_conflict))
+            .filter(|o| o.as_ref().is_err_and(|e| !e.is_conflict()))
             .count();
-        if !self.strategy.can_be_met(refused, self.members.len()) {
+        if self.strategy.can_be_met(failed, self.members.len()) {
             return if not_held {
                 Error::not_held(key.display_resource(), &self.name)
             } else {
