@@ -17,6 +17,7 @@ use Deadbolt\Strategy\ConsensusStrategy;
 use Deadbolt\Strategy\UnanimousStrategy;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\IndependentMasters;
+use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\RedisServer;
 
 /**
@@ -169,6 +170,48 @@ final class CombinedStoreTest extends DeadboltTestCase
         } catch (LockAcquiringException $e) {
             $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
         }
+    }
+
+    /**
+     * Issue 25, item 5: a store written in PHP that forks inside save(), its child exiting at once. The native members
+     * were being asked on scoped threads meanwhile; the child, which has none of them, waited for them forever (a
+     * futex) and its parent waited for the child. PHP code may fork, so no member thread runs while PHP does.
+     */
+    public function testAForkInsideAPhpMemberLeavesNeitherProcessHanging(): void
+    {
+        // A member that cannot answer for a second: its thread is surely still running when the PHP member forks.
+        $this->group->servers[2]->pause();
+        $result = PhpProcess::run(<<<'PHP'
+            final class ForkingStore implements Deadbolt\Store\PersistingStoreInterface
+            {
+                public function save(Deadbolt\Key $key): void
+                {
+                    $pid = pcntl_fork();
+                    if (0 === $pid) {
+                        exit(0);
+                    }
+                    pcntl_waitpid($pid, $status);
+                    echo 'child exited with ', pcntl_wexitstatus($status), "\n";
+                }
+                public function delete(Deadbolt\Key $key): void {}
+                public function exists(Deadbolt\Key $key): bool { return true; }
+                public function putOffExpiration(Deadbolt\Key $key, float $ttl): void {}
+            }
+            $store = new Deadbolt\Store\CombinedStore([
+                new Deadbolt\Store\RedisStore($vars['a']),
+                new Deadbolt\Store\RedisStore($vars['b']),
+                new ForkingStore(),
+            ], new Deadbolt\Strategy\ConsensusStrategy());
+            $lock = (new Deadbolt\LockFactory($store))->createLock('combined-fork', 30.0);
+            echo $lock->acquire() ? "acquired\n" : "refused\n";
+            $lock->release();
+            echo "released\n";
+            PHP, ['a' => $this->group->servers[2]->dsn('?read_timeout=1'), 'b' => $this->group->servers[1]->dsn()], timeout: 30.0);
+
+        $this->assertSame("child exited with 0\nacquired\nreleased\n", $result['stdout'], $result['stderr']);
+        $this->assertSame(0, $result['exit'], $result['stderr']);
+        $this->group->servers[2]->resume();
+        $this->assertSame(0, $this->holding('combined-fork'));
     }
 
     public function testUnanimousNeedsEveryMaster(): void
