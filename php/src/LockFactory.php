@@ -37,7 +37,7 @@ class LockFactory extends SymfonyLockFactory
 
     public function createLock(string $resource, ?float $ttl = 300.0, bool $autoRelease = true, bool $autoRefresh = false, ?float $maxHold = null): SharedLockInterface
     {
-        return new NativeLock($this->deadbolt->createLock($resource, $ttl, $autoRelease, $autoRefresh, $maxHold));
+        return Exceptions::symfony(fn (): NativeLock => new NativeLock($this->deadbolt->createLock($resource, $ttl, $autoRelease, $autoRefresh, $maxHold)));
     }
 
     /**
@@ -46,7 +46,7 @@ class LockFactory extends SymfonyLockFactory
      */
     public function createLockFromKey(Key $key, ?float $ttl = 300.0, bool $autoRelease = true, bool $autoRefresh = false, ?float $maxHold = null): SharedLockInterface
     {
-        return new NativeLock($this->deadbolt->createLockFromKey($this->adapter->deadboltKey($key), $ttl, $autoRelease, $autoRefresh, $maxHold));
+        return Exceptions::symfony(fn (): NativeLock => new NativeLock($this->deadbolt->createLockFromKey($this->adapter->deadboltKey($key), $ttl, $autoRelease, $autoRefresh, $maxHold)));
     }
 
     /** Deadbolt's locks log through it (symfony/lock's messages and levels, with Deadbolt's figures added). */

@@ -20,9 +20,13 @@ final class StoreFactory
     public static function createStore(#[\SensitiveParameter] object|string $connection): PersistingStoreInterface
     {
         if (\is_string($connection) && str_starts_with($connection, self::PREFIX)) {
-            $store = Exceptions::symfony(static fn () => DeadboltStoreFactory::createStore(substr($connection, \strlen(self::PREFIX))));
-
-            return new DeadboltStore($store);
+            // No closure here: its bound variables (the DSN) would show in a trace's arguments
+            // (zend.exception_ignore_args=0); this frame's own parameter is marked sensitive.
+            try {
+                return new DeadboltStore(DeadboltStoreFactory::createStore(substr($connection, \strlen(self::PREFIX))));
+            } catch (\Throwable $e) {
+                throw Exceptions::translate($e);
+            }
         }
 
         return SymfonyStoreFactory::createStore($connection);

@@ -93,6 +93,49 @@ final class SymfonyBridgeLockTest extends DeadboltTestCase
         $held->release();
     }
 
+    /**
+     * Issue 25, item 15: a TTL of 0 through the bridge's factory let Deadbolt's InvalidTtlException escape code that
+     * catches symfony/lock's ExceptionInterface.
+     */
+    public function testBadArgumentsToTheFactoryAreSymfonysExceptionsToo(): void
+    {
+        $factory = new LockFactory(new InMemoryStore());
+        foreach ([
+            'createLock' => static fn () => $factory->createLock('bridge-ttl', 0),
+            'createLock, then acquire' => static fn () => $factory->createLock('bridge-ttl', -1.0)->acquire(),
+            'createLockFromKey' => static fn () => $factory->createLockFromKey(new Key('bridge-ttl'), 0),
+        ] as $what => $call) {
+            try {
+                $call();
+                $this->fail("$what: a TTL of 0 was taken");
+            } catch (\Symfony\Component\Lock\Exception\ExceptionInterface $e) {
+                $this->assertInstanceOf(\Symfony\Component\Lock\Exception\InvalidTtlException::class, $e, $what);
+                $this->assertInstanceOf(\Deadbolt\Exception\InvalidTtlException::class, $e->getPrevious(), $what);
+            }
+        }
+    }
+
+    /**
+     * Issue 25, item 15: the bridge's StoreFactory wrapped its call in a closure that kept the DSN, so with
+     * zend.exception_ignore_args=0 the password was in getTrace() (the closure's bound variables).
+     */
+    public function testADsnPasswordNeverReachesAnExceptionTrace(): void
+    {
+        $ignoreArgs = ini_set('zend.exception_ignore_args', '0');
+        try {
+            StoreFactory::createStore('deadbolt+redis://:NotInAnyTrace-4711@127.0.0.1:1?bogus=1');
+            $this->fail('a bogus option was taken');
+        } catch (InvalidArgumentException $e) {
+            for ($seen = $e; null !== $seen; $seen = $seen->getPrevious()) {
+                $this->assertStringNotContainsString('NotInAnyTrace', print_r($seen->getTrace(), true));
+                $this->assertStringNotContainsString('NotInAnyTrace', $seen->getTraceAsString());
+                $this->assertStringNotContainsString('NotInAnyTrace', $seen->getMessage());
+            }
+        } finally {
+            ini_set('zend.exception_ignore_args', (string) $ignoreArgs);
+        }
+    }
+
     /** A Key that symfony/lock's RedisStore saved becomes a native lock with its token: refresh and release work. */
     public function testALockFromASymfonyKeyOwnsWhatThatKeyHolds(): void
     {
