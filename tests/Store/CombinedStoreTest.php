@@ -262,6 +262,35 @@ final class CombinedStoreTest extends DeadboltTestCase
         (new LockFactory($overPhpredis))->createLock('combined-auto', 30.0, true, true);
     }
 
+    /**
+     * One master of three stops answering (SIGSTOP, a 20 s read timeout): the refresher's extension through the
+     * combined store must not wait for it, since the two others keep the quorum. It asked the members one after
+     * another, so the stalled one held the whole extension past the lock's TTL and the lock was lost.
+     */
+    public function testTheRefresherKeepsAQuorumLockWhileOneMasterStalls(): void
+    {
+        $store = new CombinedStore(
+            array_map(static fn (RedisServer $m) => new RedisStore($m->dsn('?read_timeout=20')), $this->group->servers),
+            new ConsensusStrategy(),
+        );
+        $ttl = 2.0;
+        $lock = (new LockFactory($store))->createLock('combined-stall', $ttl, true, true);
+        $this->assertTrue($lock->acquire());
+        $this->group->servers[0]->pause();
+        $paused = hrtime(true);
+        $healthy = [$this->group->servers[1]->client(), $this->group->servers[2]->client()];
+        while ((hrtime(true) - $paused) / 1e9 < 3 * $ttl) {
+            foreach ($healthy as $i => $client) {
+                $this->assertGreaterThan(0, $client->pTtl('combined-stall'), sprintf('master %d still has the lock %.2f s after another stalled', $i + 1, (hrtime(true) - $paused) / 1e9));
+            }
+            $this->assertFalse($lock->isLost());
+            usleep(200_000);
+        }
+        $this->group->servers[0]->resume();
+        $this->assertTrue($lock->isAcquired());
+        $lock->release();
+    }
+
     public function testAReadLockIsSharedAcrossTheQuorum(): void
     {
         $factory = new LockFactory($this->store());
