@@ -176,6 +176,10 @@ impl Dsn {
                     });
                 }
                 "replicas_timeout" => replicas_timeout = Some(seconds(&name, &value)?),
+                "password_env" if url.password().is_some() => {
+                    // Two sources for one secret: whichever won, the other would be silently ignored.
+                    return Err(bad("the DSN has both a password (user:password@) and password_env; keep one of them (password_env keeps the password out of the configuration)".into()));
+                }
                 "password_env" => password = Some(secret_from(&value, "password_env")?),
                 other => return Err(bad(format!("unknown option \"{}\"", cut(other)))),
             }

@@ -101,6 +101,23 @@ fn takes_the_password_from_the_named_environment_variable() {
     assert!(err.contains("MISSING"), "{err}");
 }
 
+/// Issue 25, item 17: an inline password and password_env were both taken, one silently ignored.
+#[test]
+fn refuses_an_inline_password_beside_password_env() {
+    let err = parse("redis://app:hunter2@h?password_env=LOCK_PW")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("both a password") && err.contains("password_env"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2") && !err.contains("s3cret"), "{err}");
+    assert!(
+        parse("redis://app@h?password_env=LOCK_PW").is_ok(),
+        "a user alone is fine"
+    );
+}
+
 #[test]
 fn refuses_bad_input_without_quoting_secrets() {
     for text in [
