@@ -257,3 +257,34 @@ fn names_that_cannot_share_their_slot_are_refused_before_anything_is_sent() {
     store.save(&mut tagged, Mode::Exclusive, None).unwrap();
     store.delete(&mut tagged).unwrap();
 }
+
+/// Issue 25, item 13: a node the slot map names that refuses connections was reported as the
+/// seed's failure ("Redis at <seed>: the connection was refused"), never naming the node.
+#[test]
+fn a_node_of_the_slot_map_that_refuses_connections_is_named() {
+    let mut cluster = Cluster::start();
+    let seed = cluster.nodes[0].port;
+    let store = store(&format!(
+        "redis:?host[127.0.0.1:{seed}]&redis_cluster=1&timeout=1"
+    ));
+    // A resource whose slot lives on another node than the seed.
+    let resource = (0..)
+        .map(|i| unique(&format!("elsewhere-{i}")))
+        .find(|r| cluster.owner(cluster.slot(r)) == 2)
+        .unwrap();
+    let mut warm = Key::new(unique("warm"));
+    store.save(&mut warm, Mode::Exclusive, None).unwrap();
+    store.delete(&mut warm).unwrap();
+    let dead = cluster.nodes[2].port;
+    cluster.nodes[2].stop();
+
+    let mut key = Key::new(resource);
+    let error = store
+        .save(&mut key, Mode::Exclusive, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!("node 127.0.0.1:{dead}")),
+        "the failed node is named: {error}"
+    );
+}

@@ -20,7 +20,7 @@ use crate::store::redis::replicas::{self, ReplicaAck, Shortfall};
 use crate::store::redis::scripts::LockScript;
 use crate::store::redis::sentinel::Bounds;
 use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
-use crate::store::redis::wording;
+use crate::store::redis::wording::{self, node_name};
 use crate::store::PendingRelease;
 
 /// A transport on the process's native connection for one DSN.
@@ -68,7 +68,7 @@ impl NativeTransport {
             describe: &|e| self.describe(e),
         };
         self.connector.connect(node, &bounds).map_err(|e| match e {
-            ConnectError::Redis(e) => self.error(&e),
+            ConnectError::Redis(e) => self.error_at(&e, node),
             ConnectError::NoPrimary(why) => RunError::new(
                 RunErrorKind::Connection,
                 format!("Redis at {}: {why}", self.name),
@@ -109,6 +109,23 @@ impl NativeTransport {
 
     /// The one place a redis-rs error is classified.
     fn error(&self, e: &redis::RedisError) -> RunError {
+        self.error_at(e, None)
+    }
+
+    /// `e` as the error of a call on `node` (a cluster's node, named by the slot map or a
+    /// redirect: the message names it, not only the DSN's seeds).
+    fn error_at(&self, e: &redis::RedisError, node: Option<&Node>) -> RunError {
+        let at = match node {
+            Some((host, port)) => format!("{}, node {}", self.name, node_name(host, *port)),
+            None => self.name.clone(),
+        };
+        RunError::new(
+            Self::kind_of(e),
+            format!("Redis at {at}: {}", self.describe(e)),
+        )
+    }
+
+    fn kind_of(e: &redis::RedisError) -> RunErrorKind {
         let kind = if e.is_timeout() {
             RunErrorKind::TimedOut
         } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
@@ -125,10 +142,7 @@ impl NativeTransport {
                 _ => RunErrorKind::Server,
             }
         };
-        RunError::new(
-            kind,
-            format!("Redis at {}: {}", self.name, self.describe(e)),
-        )
+        kind
     }
 
     fn describe(&self, e: &redis::RedisError) -> String {

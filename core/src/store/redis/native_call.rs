@@ -11,10 +11,10 @@ use parking_lot::Mutex;
 use super::NativeTransport;
 use crate::store::redis::cluster::{Node, Redirect};
 use crate::store::redis::connections::Slot;
-use crate::store::redis::dsn::host_port;
 use crate::store::redis::eviction::eviction_warning;
 use crate::store::redis::pending::UnreadReplies;
 use crate::store::redis::transport::{RunError, RunErrorKind};
+use crate::store::redis::wording::node_name;
 
 /// Why a call on one connection did not succeed: a node sent it elsewhere (Redis Cluster), or it
 /// failed.
@@ -63,7 +63,7 @@ impl NativeTransport {
                             "Redis at {} is a Redis Cluster node (it redirected to {}): use \
                              redis_cluster=1 and the nodes as host[...] in the DSN",
                             self.name,
-                            host_port(&redirect.node().0, redirect.node().1)
+                            node_name(&redirect.node().0, redirect.node().1)
                         ),
                     ),
                 }),
@@ -123,7 +123,7 @@ impl NativeTransport {
                     if let Some(redirect) = Redirect::of(&e) {
                         return Err(Failure::Redirect(redirect));
                     }
-                    let error = self.error(&e);
+                    let error = self.error_at(&e, node);
                     match error.kind() {
                         // Out of step with the server (a reply may still come): never reused.
                         RunErrorKind::TimedOut => slot.drop_connection(&error.to_string()),

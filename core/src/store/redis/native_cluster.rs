@@ -17,6 +17,7 @@ use crate::store::redis::connections::{slot_for, Slot};
 use crate::store::redis::dsn::{host_port, Dsn, Endpoint};
 use crate::store::redis::keys;
 use crate::store::redis::transport::{RunError, RunErrorKind};
+use crate::store::redis::wording::node_name;
 
 /// How often a call asks again a slot being migrated (`TRYAGAIN`), after 10, 20, 40, 80 and
 /// 160 ms: a slot holding a few lock keys migrates in milliseconds.
@@ -234,7 +235,7 @@ impl NativeTransport {
                 Err(Failure::Run(error)) => error.to_string(),
                 Err(Failure::Redirect(_)) => "it redirected CLUSTER SLOTS".to_owned(),
             };
-            reasons.push(format!("{}: {why}", host_port(&node.0, node.1)));
+            reasons.push(format!("{}: {why}", node_name(&node.0, node.1)));
         }
         Err(RunError::new(
             RunErrorKind::Connection,

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::store::redis::client::ClientFactory;
 use crate::store::redis::dsn::{host_port, Sentinels};
+use crate::store::redis::wording::{node_name, quoted};
 
 /// The primary of one Sentinel service, found anew at each connection.
 pub struct Discovery {
@@ -77,7 +78,10 @@ impl Discovery {
                         self.first.store(index, Ordering::Relaxed);
                         return Ok(connection);
                     }
-                    Err(why) => format!("names {}, which {why}", host_port(&host, port)),
+                    Err(why) => format!(
+                        "names the primary {}, which {why} (check the sentinels' view of the service)",
+                        node_name(&host, port)
+                    ),
                 },
             };
             failures.push(format!("sentinel {sentinel} {failure}"));
@@ -106,7 +110,7 @@ impl Discovery {
             Some(redis::Value::BulkString(role)) if role == b"master" => Ok(connection),
             Some(redis::Value::BulkString(role)) => Err(format!(
                 "says it is a {} (a failover not seen by this sentinel yet?)",
-                String::from_utf8_lossy(role)
+                quoted(&String::from_utf8_lossy(role))
             )),
             _ => Err("gave no role".to_owned()),
         }

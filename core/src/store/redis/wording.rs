@@ -18,6 +18,34 @@ pub(crate) struct Context {
     pub timeout: Duration,
 }
 
+/// At most this many characters of a server's own text go into a message.
+const QUOTED_CHARS: usize = 200;
+
+/// Text a server sent (an error reply, a host a sentinel or a slot map named), fit for a message:
+/// control characters escaped, and at most [`QUOTED_CHARS`] characters, the cut said with the
+/// whole length, so a hostile or broken server cannot flood a message, a log line or a terminal.
+pub(crate) fn quoted(text: &str) -> String {
+    let mut shown: String = text
+        .chars()
+        .take(QUOTED_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().nth(QUOTED_CHARS).is_some() {
+        shown.push_str(&format!("... ({} bytes in all, cut)", text.len()));
+    }
+    shown
+}
+
+/// A node's address as a server named it, for a message (`quoted` host).
+pub(crate) fn node_name(host: &str, port: u16) -> String {
+    let host = quoted(host);
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// `e` in Deadbolt's words.
 pub(crate) fn describe(e: &RedisError, context: Context) -> String {
     if e.kind() == ErrorKind::AuthenticationFailed {
@@ -46,14 +74,17 @@ pub(crate) fn describe(e: &RedisError, context: Context) -> String {
         return format!("the server closed the connection{hint}");
     }
     if e.to_string().contains("failed to lookup address") {
-        return "the host name does not resolve (check the host in the DSN)".into();
+        return "the host name does not resolve (check the host name where it came from: the DSN, \
+                or the sentinels' or the cluster's configuration)"
+            .into();
     }
     if let Some(code) = e.code() {
+        let code = quoted(code);
         let answered = match e.detail() {
-            Some(detail) => format!("the server answered {code} {detail}"),
+            Some(detail) => format!("the server answered {code} {}", quoted(detail)),
             None => format!("the server answered {code}"),
         };
-        return match code {
+        return match code.as_str() {
             "TRYAGAIN" => format!(
                 "{answered} (the key's hash slot is being migrated between cluster nodes: it was \
                  asked again for up to 310 ms; a blocking acquire waits it out)"
@@ -67,11 +98,11 @@ pub(crate) fn describe(e: &RedisError, context: Context) -> String {
     }
     if e.kind() == ErrorKind::Io {
         return match e.detail() {
-            Some(detail) => format!("the connection failed: {detail}"),
+            Some(detail) => format!("the connection failed: {}", quoted(detail)),
             None => "the connection failed".into(),
         };
     }
-    e.to_string()
+    quoted(&e.to_string())
 }
 
 #[cfg(test)]
@@ -122,6 +153,18 @@ mod tests {
                 .unwrap_or_else(|| io_error(io::ErrorKind::Other)),
             Err(e) => e,
         }
+    }
+
+    /// Issue 25, item 12: a 1 MiB error reply (or host) went whole into the message.
+    #[test]
+    fn a_servers_text_is_quoted_bounded_and_escaped() {
+        let flood = format!("ERR {}", "a".repeat(1 << 20));
+        let text = describe(&reply(&flood), PLAIN);
+        assert!(text.len() < 400, "{} bytes", text.len());
+        assert!(text.ends_with("(1048576 bytes in all, cut)"), "{text}");
+        assert_eq!(quoted("a\r\n\u{1b}[31m"), "a\\r\\n\\u{1b}[31m");
+        assert_eq!(node_name("::1", 7000), "[::1]:7000");
+        assert!(node_name(&"h".repeat(5000), 1).ends_with("cut):1"));
     }
 
     #[test]
