@@ -10,12 +10,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use deadbolt_core::{Error, Key, SharedKey};
 use ext_php_rs::binary::Binary;
 use ext_php_rs::boxed::ZBox;
+use ext_php_rs::exception::PhpException;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, Zval};
+use parking_lot::MutexGuard;
 
 use crate::args;
-use crate::error_map::{invalid_argument, not_rebuildable, to_php};
+use crate::error_map::{bad_method_call_exception, invalid_argument, not_rebuildable, to_php};
 use crate::php_param::{Bytes, Float};
 
 #[php_class]
@@ -23,6 +25,10 @@ use crate::php_param::{Bytes, Float};
 #[php(flags = ClassFlags::Final)]
 pub struct PhpKey {
     pub(crate) inner: SharedKey,
+    /// The engine key's resource, which never changes: `__toString()` answers without the key,
+    /// so a store's code can name the Key it is handed even while a Lock made from it is calling
+    /// that store.
+    resource: Vec<u8>,
     /// What stores and applications keep in the Key by name (symfony/lock's `setState()`),
     /// counted references to the PHP values, in the order they were set.
     state: RefCell<Vec<(Vec<u8>, Zval)>>,
@@ -41,6 +47,7 @@ impl PhpKey {
     /// Wraps an engine key.
     pub fn from_key(key: Key) -> Self {
         PhpKey {
+            resource: key.resource().to_vec(),
             inner: Arc::new(parking_lot::Mutex::new(key)),
             state: RefCell::default(),
             unserializable: Cell::new(false),
@@ -51,6 +58,22 @@ impl PhpKey {
     pub fn for_resource(resource: &[u8]) -> Self {
         Self::from_key(Key::new(resource))
     }
+
+    /// The engine key, unless a call made with this Key is still running: only PHP's thread ever
+    /// locks a Key, so a Key found locked is used from inside that call (its store's PHP code, a
+    /// logger, a signal handler during a wait), where waiting for it would wait for ever.
+    pub(crate) fn engine(&self) -> PhpResult<MutexGuard<'_, Key>> {
+        self.inner.try_lock().ok_or_else(key_in_use)
+    }
+}
+
+/// A Key used from inside a call made with it.
+pub(crate) fn key_in_use() -> PhpException {
+    bad_method_call_exception(
+        "This Deadbolt\\Key is in use by a call in progress (a Lock or store call made with it; \
+         its store's PHP code, a logger or a signal handler runs inside that call); use it once \
+         that call has returned.",
+    )
 }
 
 #[php_impl]
@@ -71,25 +94,25 @@ impl PhpKey {
 
     #[php(name = "__toString")]
     pub fn to_string(&self) -> Binary<u8> {
-        Binary::new(self.inner.lock().resource().to_vec())
+        Binary::new(self.resource.clone())
     }
 
-    pub fn get_remaining_lifetime(&self) -> Option<f64> {
-        self.inner.lock().remaining_lifetime()
+    pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
+        Ok(self.engine()?.remaining_lifetime())
     }
 
-    pub fn is_expired(&self) -> bool {
-        self.inner.lock().is_expired()
+    pub fn is_expired(&self) -> PhpResult<bool> {
+        Ok(self.engine()?.is_expired())
     }
 
     /// As symfony/lock: only ever shortens; a TTL of 0 or less expires the Key at once.
     pub fn reduce_lifetime(&self, ttl: Float<1>) -> PhpResult<()> {
         if ttl.0 <= 0.0 {
-            self.inner.lock().expire_now();
+            self.engine()?.expire_now();
             return Ok(());
         }
         let ttl = args::ttl(ttl.0)?;
-        self.inner.lock().reduce_lifetime(ttl);
+        self.engine()?.reduce_lifetime(ttl);
         Ok(())
     }
 
@@ -131,8 +154,9 @@ impl PhpKey {
         self.unserializable.set(true);
     }
 
-    pub fn reset_lifetime(&self) {
-        self.inner.lock().reset_lifetime();
+    pub fn reset_lifetime(&self) -> PhpResult<()> {
+        self.engine()?.reset_lifetime();
+        Ok(())
     }
 
     /// The key as data, so it can move to another process and release or refresh the lock there:
@@ -140,7 +164,7 @@ impl PhpKey {
     /// belongs to this process.
     #[php(name = "__serialize")]
     pub fn serialize(&self) -> PhpResult<ZBox<ZendHashTable>> {
-        let mut key = self.inner.lock();
+        let mut key = self.engine()?;
         // A Key inherited through fork() never exports its parent's token: it becomes this
         // process's own first, with a token of its own that holds nothing.
         key.adopt_if_inherited();
@@ -215,6 +239,7 @@ impl PhpKey {
                 state.push((name.to_string().into_bytes(), value.shallow_clone()));
             }
         }
+        self.resource = key.resource().to_vec();
         self.inner = Arc::new(parking_lot::Mutex::new(key));
         *self.state.borrow_mut() = state;
         Ok(())
@@ -250,7 +275,10 @@ unsafe extern "C" fn compare_keys(
 
 impl crate::zend_object::DebugInfo for PhpKey {
     fn debug_info(&self, table: &mut ZendHashTable) {
-        let key = self.inner.lock();
+        // Dumped from inside a call made with it (a signal handler): nothing to show, no wait.
+        let Some(key) = self.inner.try_lock() else {
+            return;
+        };
         let _ = table.insert("resource", Binary::new(key.resource().to_vec()));
         let _ = table.insert("remainingLifetime", key.remaining_lifetime());
     }

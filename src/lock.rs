@@ -86,7 +86,22 @@ impl PhpLock {
     /// The engine's lock, unless one of its own calls is still running: a logger or a signal
     /// handler that PHP runs during a call may use this Lock only once that call is over.
     fn engine(&self) -> PhpResult<RefMut<'_, Lock>> {
-        self.inner.try_borrow_mut().map_err(|_| in_use())
+        let lock = self.inner.try_borrow_mut().map_err(|_| in_use())?;
+        // Its Key in use by a call still running (another Lock's, a store's made with it): the
+        // engine would wait for that Key for ever.
+        if lock.key().is_locked() {
+            return Err(crate::key::key_in_use());
+        }
+        Ok(lock)
+    }
+
+    /// The engine's lock to read, on the same terms as [`Self::engine`].
+    fn reading(&self) -> PhpResult<std::cell::Ref<'_, Lock>> {
+        let lock = self.inner.try_borrow().map_err(|_| in_use())?;
+        if lock.key().is_locked() {
+            return Err(crate::key::key_in_use());
+        }
+        Ok(lock)
     }
 
     /// Runs one engine call, then logs its events and converts its error: the exception in the
@@ -180,8 +195,8 @@ impl PhpLock {
     }
 
     /// True once the background refresher found the lock gone (no network call).
-    pub fn is_lost(&self) -> bool {
-        self.inner.borrow().is_lost()
+    pub fn is_lost(&self) -> PhpResult<bool> {
+        Ok(self.reading()?.is_lost())
     }
 
     /// The fencing token of the current exclusive hold, or null.
@@ -204,12 +219,12 @@ impl PhpLock {
         self.run(|lock, log| lock.release(log))
     }
 
-    pub fn is_expired(&self) -> bool {
-        self.inner.borrow().is_expired()
+    pub fn is_expired(&self) -> PhpResult<bool> {
+        Ok(self.reading()?.is_expired())
     }
 
-    pub fn get_remaining_lifetime(&self) -> Option<f64> {
-        self.inner.borrow().remaining_lifetime()
+    pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
+        Ok(self.reading()?.remaining_lifetime())
     }
 
     /// A lock belongs to its process and its object: it cannot be serialized (symfony/lock
@@ -274,7 +289,12 @@ impl crate::zend_object::DebugInfo for PhpLock {
         let Ok(lock) = self.inner.try_borrow() else {
             return;
         };
-        let resource = lock.key().lock().resource().to_vec();
+        // Nor does a Lock whose Key a call still running holds (a signal handler's dump).
+        let Some(key) = lock.key().try_lock() else {
+            return;
+        };
+        let resource = key.resource().to_vec();
+        drop(key);
         let _ = table.insert("resource", ext_php_rs::binary::Binary::new(resource));
         let _ = table.insert("store", lock.store().name());
         let _ = table.insert("held", lock.holds());

@@ -31,13 +31,13 @@ impl Contract<'_> {
     }
 
     fn save_in(&self, key: &PhpKey, mode: Mode) -> PhpResult<()> {
-        self.0.save(&mut adopted(key), mode, None).map_err(to_php)
+        self.0.save(&mut *adopted(key)?, mode, None).map_err(to_php)
     }
 
     /// symfony/lock's `waitAndSave`: waits without a deadline.
     fn wait_in(&self, key: &PhpKey, mode: Mode) -> PhpResult<()> {
         let mut report = WaitReport::default();
-        wait(self.0, &mut adopted(key), mode, None, None, &mut report)
+        wait(self.0, &mut *adopted(key)?, mode, None, None, &mut report)
             .map(|_| ())
             .map_err(to_php)
     }
@@ -45,26 +45,26 @@ impl Contract<'_> {
     pub(crate) fn put_off_expiration(&self, key: &PhpKey, ttl: f64) -> PhpResult<()> {
         let ttl = args::ttl(ttl)?;
         self.0
-            .put_off_expiration(&mut adopted(key), ttl)
+            .put_off_expiration(&mut *adopted(key)?, ttl)
             .map_err(to_php)
     }
 
     pub(crate) fn delete(&self, key: &PhpKey) -> PhpResult<()> {
-        self.0.delete(&mut adopted(key)).map_err(to_php)
+        self.0.delete(&mut *adopted(key)?).map_err(to_php)
     }
 
     pub(crate) fn exists(&self, key: &PhpKey) -> PhpResult<bool> {
-        self.0.exists(&adopted(key)).map_err(to_php)
+        self.0.exists(&*adopted(key)?).map_err(to_php)
     }
 }
 
 /// The engine key of `key`, made this process's own first when it came through fork(): the
 /// parent's token and open files are never used here (a new token is drawn, so a store call
 /// finds nothing held, and a wait queues under the token it will hold the lock with).
-fn adopted(key: &PhpKey) -> parking_lot::MutexGuard<'_, Key> {
-    let mut key = key.inner.lock();
+fn adopted(key: &PhpKey) -> PhpResult<parking_lot::MutexGuard<'_, Key>> {
+    let mut key = key.engine()?;
     key.adopt_if_inherited();
-    key
+    Ok(key)
 }
 
 impl Contract<'_> {

@@ -18,10 +18,13 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use deadbolt_core::{Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, Store, Ttl};
+use deadbolt_core::{
+    Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, SharedKey, Store, Ttl,
+};
 use ext_php_rs::convert::{IntoZval, IntoZvalDyn};
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 use ext_php_rs::zend::ClassEntry;
+use parking_lot::MutexGuard;
 
 use crate::key::PhpKey;
 use crate::php_call::guarded;
@@ -76,9 +79,29 @@ impl UserStore {
             }
         };
         if let Some(inner) = inner_key(&zval) {
-            copy_lifetime(key, &mut inner.lock());
+            if let Some(mut handed) = self.handed(key, &inner)? {
+                copy_lifetime(key, &mut handed);
+            }
         }
         Ok(zval)
+    }
+
+    /// The Key object handed to the store (`inner`), locked, to copy a lifetime to or from the
+    /// engine's `key`. `None` when they are one key (a Lock made from that Key object, used by
+    /// the store's own PHP code): nothing to copy. When that Key object is in use by a call still
+    /// running (the store's code used it with a Lock or another store), waiting for it would
+    /// wait for ever: the call fails instead.
+    fn handed<'a>(&self, key: &Key, inner: &'a SharedKey) -> Result<Option<MutexGuard<'a, Key>>> {
+        if std::ptr::eq(inner.data_ptr(), key) {
+            return Ok(None);
+        }
+        inner.try_lock().map(Some).ok_or_else(|| {
+            self.failure(
+                "its Key is in use by a call still running (the store's code called a Lock or \
+                 a store with the Key it was handed, from inside this call)"
+                    .into(),
+            )
+        })
     }
 
     /// Calls `$store->method($key, ...)` and gives `key` the lifetime the store left in its Key.
@@ -89,7 +112,9 @@ impl UserStore {
             None => self.call_method(method, vec![&php_key]),
         };
         if let Some(inner) = inner_key(&php_key) {
-            copy_lifetime(&inner.lock(), key);
+            if let Some(handed) = self.handed(key, &inner)? {
+                copy_lifetime(&handed, key);
+            }
         }
         result.map_err(|e| self.mapped(e, key))
     }
