@@ -14,7 +14,7 @@
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -55,10 +55,6 @@ impl FlockHold {
             mode,
             epoch: epoch(),
         }
-    }
-
-    fn file(&mut self) -> Option<&mut File> {
-        self.lock_file.as_mut().map(|l| &mut l.file)
     }
 
     /// The file, still locked, for the caller to unlock or lock anew.
@@ -221,9 +217,16 @@ impl FlockStore {
     }
 
     /// Opens (creating with mode 0666 when missing) the key's lock file at `path`, to be kept
-    /// under `name`.
+    /// under `name`. A process out of descriptors first closes the lock files it keeps idle: a
+    /// cache never takes a descriptor the process needs.
     fn open(&self, path: PathBuf, name: Vec<u8>, key: &Key) -> Result<LockFile> {
-        let file = self.open_file(&path, key)?;
+        let file = match open_lock_file(&path) {
+            Err(e) if out_of_descriptors(&e) && flock_files::close_idle() > 0 => {
+                open_lock_file(&path)
+            }
+            other => other,
+        }
+        .map_err(|e| self.open_error(&path, key, e))?;
         let id = FileId::of(&file).map_err(|e| self.io_error("open", key, e))?;
         Ok(LockFile {
             file,
@@ -233,47 +236,36 @@ impl FlockStore {
         })
     }
 
-    fn open_file(&self, path: &Path, key: &Key) -> Result<File> {
-        let read_write = || OpenOptions::new().read(true).write(true).open(path);
-        // flock works on a read-only descriptor too: used when another user made the file and
-        // did not give us write access.
-        let read_only = || File::open(path);
-        match read_write() {
-            Ok(file) => return Ok(file),
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return read_only().map_err(|e| self.io_error("open", key, e))
-            }
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                return Err(self.io_error("open", key, e))
-            }
-            Err(_) => {}
+    fn open_error(&self, path: &Path, key: &Key, e: io::Error) -> Error {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return self.io_error(
+                "open",
+                key,
+                io::Error::other(format!(
+                    "{} is a symbolic link, which a lock file never is (someone who can write the \
+                     lock directory planted it?): it is not followed; remove it",
+                    path.display()
+                )),
+            );
         }
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
-            Ok(file) => {
-                // Explicit chmod: the umask would otherwise keep other users out.
-                fs::set_permissions(path, fs::Permissions::from_mode(LOCK_FILE_MODE))
-                    .map_err(|e| self.io_error("chmod", key, e))?;
-                Ok(file)
-            }
-            // Another process created it between our two opens.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_write()
-                .or_else(|_| read_only())
-                .map_err(|e| self.io_error("open", key, e)),
-            Err(e) => Err(self.io_error("create", key, e)),
-        }
+        self.io_error("open", key, e)
     }
 
     /// The fencing token of `key`'s exclusive hold: drawn from the counter in the lock file on
-    /// first request (under the exclusive lock, so holders draw in the order they held it).
+    /// first request (under the exclusive lock, so holders draw in the order they held it), never
+    /// below the clock (`flock_fence`). A hold whose file is no longer the one at its path (it
+    /// was removed or replaced) holds nothing, and bumps nothing.
     fn draw_fence(&self, key: &mut Key) -> Result<Option<u64>> {
         let next = match key.state_mut::<FlockHold>() {
-            Some(hold) if hold.mode == Mode::Exclusive => match hold.file() {
-                Some(file) => bump_counter(file),
+            Some(hold) if hold.mode == Mode::Exclusive => match hold.lock_file.as_mut() {
+                Some(lock_file) => match on_its_path(lock_file) {
+                    Ok(true) => bump_counter(&mut lock_file.file, micros_since_epoch()),
+                    Ok(false) => Err(io::Error::other(
+                        "the lock file was removed or replaced while held: this key no longer \
+                         holds the lock",
+                    )),
+                    Err(e) => Err(e),
+                },
                 None => return Ok(None),
             },
             _ => return Ok(None),
@@ -292,6 +284,79 @@ impl FlockStore {
             e,
         )
     }
+}
+
+/// Flags of every open of a lock file: never through a symbolic link (ELOOP instead), and never
+/// blocking in open(2) (a FIFO planted at the path is refused after it opens, not waited on).
+const NO_FOLLOW: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// Opens an existing lock file, read-write or read-only, never through a symbolic link.
+fn open_existing(path: &Path, write: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(NO_FOLLOW)
+        .open(path)
+}
+
+/// Opens the lock file at `path`, read-write (read-only when another user made it without giving
+/// us write access: flock works on that too), creating it with mode 0666 when missing. Never
+/// through a symbolic link, and never anything but a regular file: the directory is often
+/// writable by others, and a planted link would have the fencing counter written into its target.
+fn open_lock_file(path: &Path) -> io::Result<File> {
+    let file = match open_existing(path, true) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open_existing(path, false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create_lock_file(path),
+        other => other,
+    }?;
+    if file.metadata()?.file_type().is_file() {
+        return Ok(file);
+    }
+    Err(io::Error::other(
+        "it is not a regular file (a FIFO, socket or device planted in the lock directory?): \
+         remove it",
+    ))
+}
+
+/// Creates the lock file; one that another process made meanwhile is opened instead.
+fn create_lock_file(path: &Path) -> io::Result<File> {
+    let created = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(NO_FOLLOW)
+        .open(path);
+    match created {
+        // Explicit chmod, on the descriptor (the path could be swapped for a link meanwhile):
+        // the umask would otherwise keep other users out.
+        Ok(file) => {
+            file.set_permissions(fs::Permissions::from_mode(LOCK_FILE_MODE))?;
+            Ok(file)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            open_existing(path, true).or_else(|_| open_existing(path, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `lock_file` is still the file at its path.
+fn on_its_path(lock_file: &LockFile) -> io::Result<bool> {
+    Ok(FileId::at(&lock_file.path)? == Some(lock_file.id))
+}
+
+/// The wall clock in microseconds since the Unix epoch (0 before it): the fencing counter's floor.
+fn micros_since_epoch() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_micros()).unwrap_or(u64::MAX)
+        })
+}
+
+/// EMFILE (this process) or ENFILE (the system): no descriptor to be had.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// One flock(2) call; blocking calls retry when a signal interrupts them.
@@ -345,8 +410,16 @@ impl Store for FlockStore {
         Ok(())
     }
 
+    /// Held while the key's file is still the one at its path: a holder whose lock file was
+    /// removed (a temp cleaner) or replaced excludes nobody any more.
     fn exists(&self, key: &Key) -> Result<bool> {
-        Ok(key.state::<FlockHold>().is_some())
+        match key
+            .state::<FlockHold>()
+            .and_then(|hold| hold.lock_file.as_ref())
+        {
+            Some(lock_file) => on_its_path(lock_file).map_err(|e| self.io_error("check", key, e)),
+            None => Ok(false),
+        }
     }
 
     fn capabilities(&self) -> Capabilities<'_> {

@@ -1,6 +1,12 @@
 //! The flock store's fencing counter: a decimal number that is the whole content of the lock
 //! file, read and bumped under the exclusive lock. symfony/lock never reads the file's content, so
 //! the files stay compatible.
+//!
+//! A lock file can be removed (a temp cleaner, `rm`) and made anew, empty: a counter kept only in
+//! it would start again and hand out tokens already given. So the next token is one past the
+//! stored one or the wall clock in microseconds, whichever is larger (the Redis store's rule,
+//! with the server's clock there): a new file's first token is above every token drawn before it,
+//! as long as the clock does not go back and fewer than a million tokens a second are drawn.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -9,10 +15,10 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 const FENCE_DIGITS: u64 = 20;
 
 /// Reads the decimal counter that is the whole content of `file` (empty: 0), and replaces it with
-/// the next one. The file is mode 0666 in a shared directory, so its content is checked, not
+/// the next one: one past it, or `floor` (the clock, see the module) when that is larger. The file is mode 0666 in a shared directory, so its content is checked, not
 /// trusted: anything but digits, or a counter at its end, fails the call rather than hand out a
 /// token that does not grow.
-pub fn bump_counter(file: &mut File) -> io::Result<u64> {
+pub fn bump_counter(file: &mut File, floor: u64) -> io::Result<u64> {
     let mut text = Vec::new();
     file.seek(SeekFrom::Start(0))?;
     Read::by_ref(file)
@@ -29,7 +35,8 @@ pub fn bump_counter(file: &mut File) -> io::Result<u64> {
     };
     let next = current
         .checked_add(1)
-        .ok_or_else(|| invalid("its fencing counter is at its maximum"))?;
+        .ok_or_else(|| invalid("its fencing counter is at its maximum"))?
+        .max(floor);
     let next_text = next.to_string();
     file.seek(SeekFrom::Start(0))?;
     file.write_all(next_text.as_bytes())?;
@@ -44,7 +51,7 @@ mod tests {
     fn bump(content: &[u8]) -> (io::Result<u64>, Vec<u8>) {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(content).unwrap();
-        let next = bump_counter(&mut file);
+        let next = bump_counter(&mut file, 0);
         let mut after = Vec::new();
         file.seek(SeekFrom::Start(0)).unwrap();
         file.read_to_end(&mut after).unwrap();
@@ -58,6 +65,23 @@ mod tests {
         assert_eq!((next.unwrap(), after.as_slice()), (42, &b"42"[..]));
         let (next, after) = bump(b"99");
         assert_eq!((next.unwrap(), after.as_slice()), (100, &b"100"[..]));
+    }
+
+    /// Issue 25, item 3: a removed and recreated file restarted the counter at 1.
+    #[test]
+    fn the_clock_is_the_floor_so_a_new_file_never_repeats_a_token() {
+        let mut file = tempfile::tempfile().unwrap();
+        assert_eq!(
+            bump_counter(&mut file, 1_000).unwrap(),
+            1_000,
+            "an empty file starts at the floor"
+        );
+        assert_eq!(
+            bump_counter(&mut file, 1_000).unwrap(),
+            1_001,
+            "one past when the clock lags"
+        );
+        assert_eq!(bump_counter(&mut file, 5_000).unwrap(), 5_000);
     }
 
     #[test]

@@ -12,15 +12,33 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rustc_hash::FxHashMap;
 
 use crate::process::PerProcess;
 
-/// Idle files kept per process: beyond that the least recently used one is closed. Each is one
-/// descriptor of the process's `ulimit -n`.
+/// Idle files kept per process at most: beyond that the least recently used one is closed. Each
+/// is one descriptor of the process's `ulimit -n`, so fewer are kept under a low limit
+/// ([`idle_limit`]).
 pub const MAX_IDLE: usize = 64;
+
+/// The share of the process's descriptors (its soft `RLIMIT_NOFILE`) idle lock files may take.
+const SHARE_OF_LIMIT: u64 = 8;
+
+/// How many idle files this process keeps: [`MAX_IDLE`], or an eighth of its descriptor limit
+/// when that is less (`ulimit -n 64`: 8). Read once (a system call per release would be a tenth
+/// of a cycle); a process that lowers its limit later is still covered: an open that finds no
+/// descriptor closes the idle files first.
+fn idle_limit() -> usize {
+    static LIMIT: OnceLock<usize> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        limit.map_or(MAX_IDLE, |limit| {
+            usize::try_from(limit / SHARE_OF_LIMIT).map_or(MAX_IDLE, |share| share.min(MAX_IDLE))
+        })
+    })
+}
 
 /// Which file a path or a descriptor names (device and inode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,10 +57,11 @@ impl FileId {
         })
     }
 
-    /// The file at `path` now; `None` when there is none. (rustix: a short path goes to the
+    /// The file at `path` now, never through a symbolic link; `None` when there is none. (rustix: a short path goes to the
     /// kernel from the stack, without the allocation std's `metadata` makes for it.)
     pub fn at(path: &Path) -> io::Result<Option<Self>> {
-        match rustix::fs::stat(path) {
+        // lstat: a symbolic link at the path is not the file we locked, whatever it points to.
+        match rustix::fs::lstat(path) {
             Ok(stat) => Ok(Some(FileId {
                 dev: stat.st_dev,
                 ino: stat.st_ino,
@@ -104,19 +123,33 @@ pub fn keep(file: LockFile) {
     if idle.files.contains_key(&file.name) {
         return;
     }
-    if idle.files.len() >= MAX_IDLE {
+    let limit = idle_limit();
+    if limit == 0 {
+        return;
+    }
+    while idle.files.len() >= limit {
         let oldest = idle
             .files
             .iter()
             .min_by_key(|(_, (_, used))| *used)
             .map(|(name, _)| name.clone());
-        if let Some(oldest) = oldest {
-            idle.files.remove(&oldest);
-        }
+        match oldest {
+            Some(oldest) => idle.files.remove(&oldest),
+            None => break,
+        };
     }
     idle.clock += 1;
     let used = idle.clock;
     idle.files.insert(file.name.clone(), (file, used));
+}
+
+/// Closes every idle file of this process (an open failed for want of descriptors); returns how
+/// many there were.
+pub fn close_idle() -> usize {
+    let mut idle = idle();
+    let closed = idle.files.len();
+    idle.files.clear();
+    closed
 }
 
 #[cfg(test)]
