@@ -5,7 +5,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use deadbolt_core::{Error, Key, SharedKey};
 use ext_php_rs::binary::Binary;
@@ -17,7 +17,7 @@ use ext_php_rs::types::{ZendHashTable, Zval};
 use parking_lot::MutexGuard;
 
 use crate::args;
-use crate::error_map::{bad_method_call_exception, invalid_argument, not_rebuildable, to_php};
+use crate::error_map::{bad_method_call_exception, invalid_argument, to_php};
 use crate::php_param::{Bytes, Float};
 
 #[php_class]
@@ -82,14 +82,17 @@ impl PhpKey {
         Self::for_resource(&resource.0)
     }
 
-    /// `var_export()` output cannot rebuild a Key; `serialize()` can.
+    /// What `var_export()` writes: a new Key for the exported resource (a new owner: the token is
+    /// never exported, so the code cannot carry a lock; `serialize()` can).
     #[php(name = "__set_state")]
     pub fn from_var_export(properties: &ZendHashTable) -> PhpResult<Self> {
-        let _ = properties;
-        Err(not_rebuildable(
-            "Deadbolt\\Key",
-            "Carry a Key with serialize() and unserialize(), or make one with new Deadbolt\\Key($resource).",
-        ))
+        match properties.get("resource").and_then(|resource| resource.binary::<u8>()) {
+            Some(resource) => Ok(Self::for_resource(&resource)),
+            None => Err(invalid_argument(
+                "Deadbolt\\Key::__set_state() needs a string \"resource\", as var_export() writes it."
+                    .into(),
+            )),
+        }
     }
 
     #[php(name = "__toString")]
@@ -221,17 +224,11 @@ impl PhpKey {
         let token = String::from_utf8(token)
             .map_err(|_| invalid_argument("A lock token must be valid UTF-8.".into()))?;
         let mut key = Key::import(resource, token).map_err(to_php)?;
-        if let Some(at) = data.get("expiringTime").and_then(Zval::double) {
-            match deadbolt_core::Ttl::from_secs(at - unix_now()) {
-                Ok(left) => key.reduce_lifetime(left),
-                Err(_) if at.is_finite() => key.expire_now(),
-                Err(_) => {
-                    return Err(invalid_argument(
-                        "A serialized Deadbolt\\Key's \"expiringTime\" must be a finite number."
-                            .into(),
-                    ))
-                }
-            }
+        let expiring_time = data
+            .get("expiringTime")
+            .and_then(|at| at.double().or_else(|| at.long().map(|at| at as f64)));
+        if let Some(at) = expiring_time {
+            restore_expiry(&mut key, at - unix_now())?;
         }
         let mut state = Vec::new();
         if let Some(kept) = data.get("state").and_then(Zval::array) {
@@ -273,6 +270,13 @@ unsafe extern "C" fn compare_keys(
     }
 }
 
+/// What `var_export()` shows of a Key: its resource, never its token.
+impl crate::zend_object::ExportedProperties for PhpKey {
+    fn exported(&self, table: &mut ZendHashTable) {
+        let _ = table.insert("resource", Binary::new(self.resource.clone()));
+    }
+}
+
 impl crate::zend_object::DebugInfo for PhpKey {
     fn debug_info(&self, table: &mut ZendHashTable) {
         // Dumped from inside a call made with it (a signal handler): nothing to show, no wait.
@@ -282,6 +286,29 @@ impl crate::zend_object::DebugInfo for PhpKey {
         let _ = table.insert("resource", Binary::new(key.resource().to_vec()));
         let _ = table.insert("remainingLifetime", key.remaining_lifetime());
     }
+}
+
+/// Gives a restored key the expiry it was saved with, `left` seconds from now: one in the past
+/// stays that far in the past; one further ahead than any TTL (~31 years) is refused, as a TTL
+/// that long would be.
+fn restore_expiry(key: &mut Key, left: f64) -> PhpResult<()> {
+    if !left.is_finite() {
+        return Err(invalid_argument(
+            "A serialized Deadbolt\\Key's \"expiringTime\" must be a finite number.".into(),
+        ));
+    }
+    if left <= 0.0 {
+        key.expired_ago(Duration::try_from_secs_f64(-left).unwrap_or(Duration::MAX));
+        return Ok(());
+    }
+    let ttl = deadbolt_core::Ttl::from_secs(left).map_err(|_| {
+        invalid_argument(format!(
+            "A serialized Deadbolt\\Key's \"expiringTime\" is {left:.0} s ahead, more than the \
+             longest TTL (about 31 years): it cannot be an expiry this Key was given."
+        ))
+    })?;
+    key.reduce_lifetime(ttl);
+    Ok(())
 }
 
 /// Now as Unix time in seconds.

@@ -64,7 +64,7 @@ extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
 /// - a Lock dying while held is released in PHP's destructor phase;
 /// - a LockFactory subclass that skipped `parent::__construct()` is told so;
 /// - two distinct Keys are not `==`;
-/// - `var_dump()`/`print_r()` show each object's safe state;
+/// - `var_dump()`/`print_r()` show each object's safe state, `var_export()` a Key's resource;
 /// - an exception a signal handler throws during a client's call is told apart from the client's;
 /// - the parameters that may carry a password (a DSN, or a client holding one) are
 ///   `#[\SensitiveParameter]`, as symfony/lock's and PDO's are.
@@ -75,6 +75,7 @@ fn install_engine_hooks() {
     lock_factory::PhpLockFactory::require_construction();
     key::PhpKey::hook_compare();
     zend_object::hook_debug_info::<key::PhpKey>();
+    zend_object::hook_var_export::<key::PhpKey>();
     zend_object::hook_debug_info::<lock::PhpLock>();
     zend_object::hook_debug_info::<lock_factory::PhpLockFactory>();
     zend_object::hook_debug_info::<stores::PhpFlockStore>();

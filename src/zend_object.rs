@@ -298,3 +298,47 @@ unsafe extern "C" fn debug_info_of<T: RegisteredClass + DebugInfo>(
         table.into_raw().cast()
     }
 }
+
+/// What `var_export()` shows of an object whose state lives in Rust (its properties are empty).
+pub trait ExportedProperties {
+    fn exported(&self, table: &mut ext_php_rs::types::ZendHashTable);
+}
+
+extern "C" {
+    /// The engine's own answer for a purpose (Zend API; no binding in ext-php-rs).
+    fn zend_std_get_properties_for(
+        object: *mut ext_php_rs::ffi::zend_object,
+        purpose: ext_php_rs::ffi::zend_prop_purpose,
+    ) -> *mut ext_php_rs::ffi::zend_array;
+}
+
+/// `var_export()` of a `T` shows [`ExportedProperties`] (so the code it writes can rebuild the
+/// object through `T::__set_state`); every other purpose gets the engine's own answer.
+pub fn hook_var_export<T: RegisteredClass + ExportedProperties>() {
+    let handlers = handlers_of::<T>();
+    // SAFETY: as in `hook_destructor`.
+    unsafe { (*handlers).get_properties_for = Some(properties_for::<T>) };
+}
+
+unsafe extern "C" fn properties_for<T: RegisteredClass + ExportedProperties>(
+    object: *mut ext_php_rs::ffi::zend_object,
+    purpose: ext_php_rs::ffi::zend_prop_purpose,
+) -> *mut ext_php_rs::ffi::zend_array {
+    if purpose != ext_php_rs::ffi::_zend_prop_purpose_ZEND_PROP_PURPOSE_VAR_EXPORT {
+        // SAFETY: the object and purpose PHP handed this hook, passed on unchanged.
+        return unsafe { zend_std_get_properties_for(object, purpose) };
+    }
+    // SAFETY: PHP hands a live object of the class. The table is new (refcount 1): the caller
+    // releases it after use (zend_release_properties).
+    unsafe {
+        let mut table = ext_php_rs::types::ZendHashTable::new();
+        if let Some(object) = object
+            .cast::<ZendObject>()
+            .as_ref()
+            .and_then(ext_php_rs::types::ZendClassObject::<T>::from_zend_obj)
+        {
+            object.exported(&mut table);
+        }
+        table.into_raw().cast()
+    }
+}

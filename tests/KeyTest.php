@@ -180,6 +180,40 @@ final class KeyTest extends DeadboltTestCase
         $this->assertEqualsWithDelta(20.0, $key->getRemainingLifetime(), 1.0);
     }
 
+    /**
+     * Issue 25, item 11: an expiry 30 s in the past came back as -0.000002 (clamped to now); symfony/lock's Key
+     * gives -30. And one more than ~31 years ahead came back as "expired now".
+     */
+    public function testUnserializeRestoresHowLongAgoTheKeyExpiredAndRefusesAnExpiryBeyondAnyTtl(): void
+    {
+        $key = new Key('long-past');
+        $key->__unserialize(['resource' => 'long-past', 'token' => base64_encode(random_bytes(32)), 'expiringTime' => microtime(true) - 30.0]);
+        $this->assertEqualsWithDelta(-30.0, $key->getRemainingLifetime(), 1.0);
+        $this->assertTrue($key->isExpired());
+
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('more than');
+        $key->__unserialize(['resource' => 'far', 'token' => base64_encode(random_bytes(32)), 'expiringTime' => microtime(true) + 40 * 365.25 * 86400]);
+    }
+
+    /** Issue 25, item 16: var_export() gave \Deadbolt\Key::__set_state(array()), the resource lost. */
+    public function testVarExportShowsTheResourceAndItsCodeRebuildsAKeyForIt(): void
+    {
+        $key = new Key("res-x'\0y");
+        $key->reduceLifetime(30.0);
+        $code = var_export($key, true);
+        $this->assertStringContainsString("'resource' => 'res-x", $code);
+        $this->assertStringNotContainsString($key->__serialize()['token'], $code, 'never the token');
+
+        $rebuilt = eval('return '.$code.';');
+        $this->assertInstanceOf(Key::class, $rebuilt);
+        $this->assertSame("res-x'\0y", (string) $rebuilt);
+        $this->assertNotSame($key->__serialize()['token'], $rebuilt->__serialize()['token'], 'a new owner of the resource');
+
+        $this->expectException(InvalidArgumentException::class);
+        Key::__set_state(['resource' => 42]);
+    }
+
     public function testSerializeGivesTheResourceAndAStableToken(): void
     {
         $resource = uniqid(__METHOD__, true);

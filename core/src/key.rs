@@ -93,6 +93,11 @@ impl Key {
         self.lifetime.expire_now();
     }
 
+    /// Expired `ago` (a key restored with an expiry in the past).
+    pub fn expired_ago(&mut self, ago: std::time::Duration) {
+        self.lifetime.expired_ago(ago);
+    }
+
     /// Forgets the expiry.
     pub fn reset_lifetime(&mut self) {
         self.lifetime.reset();

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::Ttl;
 
@@ -94,6 +94,22 @@ impl Lifetime {
         self.expires_at = Some(current.map_or(now, |at| at.min(now)));
     }
 
+    /// Expired `ago`: a key restored from another process that expired there that long ago keeps
+    /// saying so (symfony/lock's Key does). The monotonic clock cannot go back further than the
+    /// host's uptime; an expiry older than that is kept as the oldest instant it can name.
+    pub fn expired_ago(&mut self, ago: Duration) {
+        let now = Instant::now();
+        let mut back = ago;
+        let at = loop {
+            if let Some(at) = now.checked_sub(back) {
+                break at;
+            }
+            back /= 2;
+        };
+        self.follows = None;
+        self.expires_at = Some(at);
+    }
+
     /// Seconds until expiry (negative once past), or `None` when the key does not expire.
     pub fn remaining_secs(&self) -> Option<f64> {
         self.remaining_secs_at(Instant::now())
@@ -118,7 +134,6 @@ impl Lifetime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn ttl(secs: f64) -> Ttl {
         Ttl::from_secs(secs).unwrap()
@@ -169,6 +184,19 @@ mod tests {
         let later = now + Duration::from_secs(3);
         let left = life.remaining_secs_at(later).unwrap();
         assert!((left + 2.0).abs() < 1e-9, "{left}");
+    }
+
+    #[test]
+    fn an_expiry_in_the_past_keeps_how_long_ago() {
+        let mut life = Lifetime::default();
+        life.expired_ago(Duration::from_secs(30));
+        let left = life.remaining_secs().unwrap();
+        assert!((-31.0..=-30.0).contains(&left), "{left}");
+        life.expired_ago(Duration::from_secs(u64::MAX / 4));
+        assert!(
+            life.is_expired(),
+            "beyond the clock's reach: as old as it goes"
+        );
     }
 
     #[test]

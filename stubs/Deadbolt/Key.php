@@ -178,12 +178,13 @@ final class Key
     }
 
     /**
-     * The code var_export() writes calls this, and it cannot rebuild a Key: the object's state lives in the
-     * extension, not in its properties. Carry a Key with serialize() and unserialize(), or make one with `new Key($resource)`.
+     * The code var_export() writes calls this: a new Key for the exported resource. var_export() shows the resource
+     * only, never the token, so the rebuilt Key is a new owner of that resource (it holds nothing); carry a Key that
+     * holds a lock with serialize() and unserialize().
      *
-     * @param array<string, mixed> $properties
+     * @param array{resource: string} $properties
      *
-     * @throws \BadMethodCallException always
+     * @throws \Deadbolt\Exception\InvalidArgumentException without a string "resource"
      */
     public static function __set_state(array $properties): Key
     {

@@ -56,11 +56,11 @@ final class MisuseMessagesTest extends DeadboltTestCase
         $lock->release();
     }
 
+    /** A Key is the exception: its code rebuilds a Key for the resource (KeyTest). */
     public function testVarExportOutputSaysWhyItCannotRebuildTheObject(): void
     {
         $factory = new LockFactory(new InMemoryStore());
         $objects = [
-            'Deadbolt\Key' => new Key('exported'),
             'Deadbolt\Lock' => $factory->createLock('exported'),
             'Deadbolt\LockFactory' => $factory,
             'Deadbolt\Store\FlockStore' => new FlockStore($this->tempDir()),
