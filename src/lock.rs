@@ -303,3 +303,15 @@ impl crate::zend_object::DebugInfo for PhpLock {
         let _ = table.insert("lost", lock.is_lost());
     }
 }
+
+/// Its logger, and the object of a store written in PHP that only this Lock holds.
+impl crate::gc::GcChildren for PhpLock {
+    fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
+        if let Some(logger) = &self.logger {
+            report(logger);
+        }
+        if let Ok(lock) = self.inner.try_borrow() {
+            crate::gc::store_children(lock.store_ref(), report);
+        }
+    }
+}

@@ -177,3 +177,13 @@ unsafe extern "C" fn constructed_only(ex: *mut zend_execute_data, retval: *mut z
         unsafe { original(ex, retval) };
     }
 }
+
+/// Its logger, and the object of a store written in PHP that only this factory holds.
+impl crate::gc::GcChildren for PhpLockFactory {
+    fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
+        if let Some(logger) = &self.logger {
+            report(logger);
+        }
+        crate::gc::store_children(&self.store, report);
+    }
+}

@@ -173,6 +173,17 @@ impl UserStore {
     }
 }
 
+/// The PHP object and the Key objects it was handed, each one counted reference of this store's.
+impl crate::gc::GcChildren for UserStore {
+    fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
+        report(&self.object);
+        // Borrowed (a Key being handed over right now): not reported, which is only ever safe.
+        if let Ok(keys) = self.keys.try_borrow() {
+            keys.values().for_each(report);
+        }
+    }
+}
+
 /// What a store method threw.
 enum Thrown {
     Exception(Caught),
@@ -234,6 +245,10 @@ fn copy_lifetime(from: &Key, to: &mut Key) {
 impl Store for UserStore {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {

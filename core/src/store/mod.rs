@@ -44,6 +44,12 @@ pub trait Store {
     /// The store's name for messages, e.g. `FlockStore(/var/lib/app/locks)`. Never holds a secret.
     fn name(&self) -> &str;
 
+    /// The concrete store, for a host that must look inside it (the extension shows PHP's cycle
+    /// collector the PHP values a store written in PHP keeps). `None` unless a store says so.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+
     /// Takes the lock for `key` now. Exclusive also promotes `key`'s own shared lock when it is
     /// the only reader; shared demotes `key`'s exclusive lock. `ttl` is the lifetime to give a
     /// lock in a store whose locks expire (`None`: the store's initial TTL); other stores ignore it.
