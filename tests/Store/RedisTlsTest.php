@@ -159,7 +159,7 @@ final class RedisTlsTest extends DeadboltTestCase
      * @dataProvider untrustedSetups
      */
     #[\PHPUnit\Framework\Attributes\DataProvider('untrustedSetups')]
-    public function testAnUnverifiableCertificateIsRefused(?string $ca, string $certificate): void
+    public function testAnUnverifiableCertificateIsRefused(?string $ca, string $certificate, string $says): void
     {
         if ('server' !== $certificate) {
             $this->server->stop();
@@ -174,6 +174,8 @@ final class RedisTlsTest extends DeadboltTestCase
         } catch (LockAcquiringException $e) {
             $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
             $this->assertStringContainsString('127.0.0.1:'.$this->tlsPort, $e->getPrevious()->getMessage());
+            // Issue 25, item 14: each of these said only "the connection failed".
+            $this->assertStringContainsString($says, $e->getPrevious()->getMessage());
         }
         $this->assertSame(0, $this->server->client()->exists($resource), 'nothing was written');
     }
@@ -183,9 +185,22 @@ final class RedisTlsTest extends DeadboltTestCase
      */
     public static function untrustedSetups(): iterable
     {
-        yield 'no ca_file: the system CAs do not know this one' => [null, 'server'];
-        yield 'another CA' => ['other-ca', 'server'];
-        yield 'right CA, certificate for another host' => ['ca', 'misnamed'];
+        yield 'no ca_file: the system CAs do not know this one' => [null, 'server', 'signed by a CA this client does not trust (the system\'s CAs, or ca_file\'s): for a private CA, set ca_file='];
+        yield 'another CA' => ['other-ca', 'server', 'signed by a CA this client does not trust'];
+        yield 'right CA, certificate for another host' => ['ca', 'misnamed', 'is not valid for "127.0.0.1", the host checked'];
+    }
+
+    /** Issue 25, item 14: a ca_file that is not PEM was taken, and every connection then "failed". */
+    public function testACaFileThatIsNotPemIsRefusedNamingIt(): void
+    {
+        $notPem = $this->tempDir().'/ca.der';
+        file_put_contents($notPem, random_bytes(64));
+        try {
+            new RedisStore("rediss://127.0.0.1:{$this->tlsPort}?ca_file=$notPem");
+            $this->fail('a CA file without a PEM certificate was taken');
+        } catch (InvalidArgumentException $e) {
+            $this->assertStringContainsString("the CA file \"$notPem\" holds no PEM certificate", $e->getMessage());
+        }
     }
 
     /**

@@ -9,6 +9,28 @@ use crate::store::redis::dsn::{Dsn, Endpoint};
 use crate::store::redis::sentinel::{self, Bounds, Discovery};
 use crate::Error;
 
+/// The PEM certificates of `path`, checked here so that a CA file that cannot serve is told at
+/// once, by name, rather than as a failed connection later.
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let shown = path.display();
+    let pem =
+        std::fs::read(path).map_err(|e| format!("cannot read the CA file \"{shown}\": {e}"))?;
+    let mut certificates = 0;
+    for certificate in CertificateDer::pem_slice_iter(&pem) {
+        certificate.map_err(|e| format!("the CA file \"{shown}\" is not valid PEM: {e}"))?;
+        certificates += 1;
+    }
+    if certificates == 0 {
+        return Err(format!(
+            "the CA file \"{shown}\" holds no PEM certificate (-----BEGIN CERTIFICATE-----): give \
+             the CA's certificate in PEM form"
+        ));
+    }
+    Ok(pem)
+}
+
 /// TLS is rustls (with the ring provider): its handshake runs on the connection's first read or
 /// write, so it falls under the socket timeouts like every command (`timeout` while connecting
 /// and authenticating, `read_timeout` after), and a stalled server, or `rediss://` pointed at a
@@ -43,12 +65,7 @@ impl Connector {
         };
         let root_cert = match &dsn.ca_file {
             None => None,
-            Some(ca_file) => Some(std::fs::read(ca_file).map_err(|e| {
-                invalid(format!(
-                    "cannot read the CA file \"{}\": {e}",
-                    ca_file.display()
-                ))
-            })?),
+            Some(ca_file) => Some(read_ca_file(ca_file).map_err(invalid)?),
         };
         let mut primary = RedisConnectionInfo::default()
             .set_db(dsn.db)

@@ -96,6 +96,9 @@ pub(crate) fn describe(e: &RedisError, context: Context) -> String {
             _ => answered,
         };
     }
+    if let Some(tls) = tls_failure(e) {
+        return tls;
+    }
     if e.kind() == ErrorKind::Io {
         return match e.detail() {
             Some(detail) => format!("the connection failed: {}", quoted(detail)),
@@ -103,6 +106,69 @@ pub(crate) fn describe(e: &RedisError, context: Context) -> String {
         };
     }
     quoted(&e.to_string())
+}
+
+/// A TLS handshake that failed on the server's certificate, in words that say what to check:
+/// found as rustls's own error among the error's sources (never by matching text). redis-rs keeps
+/// an I/O error behind an `Arc<dyn Error>`, which is itself the source it gives: looked through.
+fn tls_failure(e: &RedisError) -> Option<String> {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = source {
+        let error = match error.downcast_ref::<Shared>() {
+            Some(shared) => shared.as_ref() as &(dyn std::error::Error + 'static),
+            None => error,
+        };
+        let tls = error.downcast_ref::<rustls::Error>().or_else(|| {
+            error
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(tls) = tls {
+            return Some(tls_words(tls));
+        }
+        source = error.source();
+    }
+    None
+}
+
+fn tls_words(error: &rustls::Error) -> String {
+    use rustls::CertificateError as Cert;
+    let rustls::Error::InvalidCertificate(cert) = error else {
+        return format!("the TLS handshake failed: {}", quoted(&error.to_string()));
+    };
+    match cert {
+        Cert::UnknownIssuer => "the server's TLS certificate is signed by a CA this client does not \
+            trust (the system's CAs, or ca_file's): for a private CA, set ca_file=/path/to/ca.pem in \
+            the DSN"
+            .into(),
+        Cert::NotValidForName => "the server's TLS certificate is not valid for the host name in \
+            the DSN: connect by a name the certificate lists (its subjectAltName)"
+            .into(),
+        Cert::NotValidForNameContext {
+            expected,
+            presented,
+        } => format!(
+            "the server's TLS certificate is not valid for \"{}\", the host checked; it lists {}: \
+             connect by one of those names, or give the server a certificate for this one",
+            quoted(&expected.to_str()),
+            match presented.as_slice() {
+                [] => "no names".to_owned(),
+                names => quoted(&names.join(", ")),
+            }
+        ),
+        Cert::Expired | Cert::ExpiredContext { .. } => {
+            "the server's TLS certificate has expired: renew it (or check this host's clock)".into()
+        }
+        Cert::NotValidYet | Cert::NotValidYetContext { .. } => {
+            "the server's TLS certificate is not valid yet: check this host's clock".into()
+        }
+        other => format!(
+            "the server's TLS certificate was refused: {}",
+            quoted(&other.to_string())
+        ),
+    }
 }
 
 #[cfg(test)]
