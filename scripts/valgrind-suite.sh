@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 DEFAULT_TESTS=(tests/Store/FlockStoreTest.php tests/Store/InMemoryStoreTest.php tests/LockTest.php tests/KeyTest.php
-  tests/Store/RedisStoreTest.php tests/Store/UserStoreTest.php tests/Exception)
+  tests/Store/RedisStoreTest.php tests/Store/UserStoreTest.php tests/Exception tests/GarbageCycleTest.php)
 
 SO=${DEADBOLT_SO:-$ROOT/target/release/libdeadbolt.so}
 SO=$(realpath "$SO") || { echo "valgrind-suite: no extension at ${DEADBOLT_SO:-target/release/libdeadbolt.so}" >&2; exit 1; }

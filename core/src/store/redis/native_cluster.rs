@@ -222,7 +222,8 @@ impl NativeTransport {
                 false,
                 &mut |connection, _, _| redis::cmd("CLUSTER").arg("SLOTS").query(connection),
             );
-            let why = match reply {
+            let node_said = |what: &str| format!("{}: {what}", node_name(&node.0, node.1));
+            let reason = match reply {
                 Ok(reply) => match SlotMap::from_reply(&reply, node) {
                     Some(map) => {
                         let mut state = cluster.state().lock();
@@ -230,12 +231,13 @@ impl NativeTransport {
                         state.current = true;
                         return Ok(());
                     }
-                    None => "its CLUSTER SLOTS reply is not a slot list".to_owned(),
+                    None => node_said("its CLUSTER SLOTS reply is not a slot list"),
                 },
+                // The call's own error names the node already.
                 Err(Failure::Run(error)) => error.to_string(),
-                Err(Failure::Redirect(_)) => "it redirected CLUSTER SLOTS".to_owned(),
+                Err(Failure::Redirect(_)) => node_said("it redirected CLUSTER SLOTS"),
             };
-            reasons.push(format!("{}: {why}", node_name(&node.0, node.1)));
+            reasons.push(reason);
         }
         Err(RunError::new(
             RunErrorKind::Connection,
