@@ -2,7 +2,13 @@
 # Debian roots under target/roots/ for the second platform and for the package tests, made with debootstrap from
 # Debian's own registry and cached between runs (rebuilt when missing or when their recipe changed).
 #
-#   scripts/debian-root.sh ensure NAME SUITE [PACKAGE...]   # target/roots/NAME: minbase SUITE + PACKAGEs
+#   scripts/debian-root.sh ensure [--arch=ARCH] [--multiarch=ARCH] [--experimental] NAME SUITE [PACKAGE...]
+#                                                            # target/roots/NAME: minbase SUITE + PACKAGEs, for ARCH
+#                                                            # (default: the host's; arm64 runs under qemu-user-static
+#                                                            # through binfmt_misc); --experimental adds Debian
+#                                                            # experimental's list (a PACKAGE/experimental takes it
+#                                                            # from there); --multiarch adds a second dpkg
+#                                                            # architecture (PACKAGE:ARCH installs its packages)
 #   scripts/debian-root.sh run NAME [--fresh] CMD...         # CMD in that root, as root, /proc mounted, the project
 #                                                            # and the host's ~/.cargo and ~/.rustup bind-mounted
 #                                                            # at their own paths
@@ -22,7 +28,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROJECT=$PWD
 ROOTS=$PROJECT/target/roots
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The host's own Debian mirror, as its apt sources name it (DEBIAN_MIRROR overrides).
+MIRROR=${DEBIAN_MIRROR:-$(bash scripts/debian-mirror.sh)}
+HOST_ARCH=$(dpkg --print-architecture)
 
 die() { echo "debian-root: $*" >&2; exit 1; }
 
@@ -43,27 +51,38 @@ remove_root() {
 }
 
 ensure() {
+  local arch=$HOST_ARCH experimental=0 multiarch=""
+  while [[ ${1:-} == --* ]]; do
+    case "$1" in
+      --arch=*) arch=${1#--arch=} ;;
+      --multiarch=*) multiarch=${1#--multiarch=} ;;
+      --experimental) experimental=1 ;;
+      *) die "ensure: unknown option $1" ;;
+    esac
+    shift
+  done
   local name=$1 suite=$2; shift 2
   local dir=$ROOTS/$name recipe
-  recipe="$suite+updates+security minbase $MIRROR $*"
+  recipe="$suite+updates+security minbase $arch+$multiarch experimental=$experimental $MIRROR $*"
   if [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; then
     return 0
   fi
   command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+  for foreign in "$arch" $multiarch; do
+    [ "$foreign" = "$HOST_ARCH" ] || bash scripts/foreign-arch.sh "$foreign"
+  done
   [ -d "$dir" ] && remove_root "$dir"
   mkdir -p "$ROOTS"
   local start=$SECONDS
-  echo "debian-root: debootstrap --variant=minbase $suite $dir"
-  debootstrap --variant=minbase "$suite" "$dir.tmp" "$MIRROR" > "$ROOTS/$name.debootstrap.log" 2>&1 \
+  echo "debian-root: debootstrap --variant=minbase --arch=$arch $suite $dir"
+  debootstrap --variant=minbase --arch="$arch" "$suite" "$dir.tmp" "$MIRROR" > "$ROOTS/$name.debootstrap.log" 2>&1 \
     || { tail -20 "$ROOTS/$name.debootstrap.log" >&2; remove_root "$dir.tmp"; die "debootstrap $suite failed"; }
   mv "$dir.tmp" "$dir"
-  # The suite with its point-release updates and security updates, as an installed Debian has them.
-  local security=${MIRROR%/debian}/debian-security
-  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
-    "$MIRROR" "$suite" "$MIRROR" "$suite" "$security" "$suite" > "$dir/etc/apt/sources.list"
+  write_sources "$dir" "$suite" "$experimental"
   # Services must not start inside the root: package scripts would try to launch redis-server and php-fpm.
   printf '#!/bin/sh\nexit 101\n' > "$dir/usr/sbin/policy-rc.d"
   chmod 0755 "$dir/usr/sbin/policy-rc.d"
+  [ -z "$multiarch" ] || chroot "$dir" dpkg --add-architecture "$multiarch"
   if (($#)); then
     echo "debian-root: apt-get install $* (in $name)"
     in_root "$name" 0 sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
@@ -71,6 +90,24 @@ ensure() {
   fi
   echo "$recipe" > "$dir/.deadbolt-root"
   echo "debian-root: $name ready in $((SECONDS - start)) s"
+}
+
+# The suite with its point-release updates and security updates, as an installed Debian has them; sid has
+# neither. Experimental's list is added with its own low priority: only what is asked for by name comes from it.
+write_sources() {
+  local dir=$1 suite=$2 experimental=$3
+  local security
+  security=${DEBIAN_SECURITY_MIRROR:-$(bash scripts/debian-mirror.sh security)}
+  if [ "$suite" = sid ] || [ "$suite" = unstable ]; then
+    printf 'deb %s %s main\n' "$MIRROR" "$suite"
+  else
+    printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+      "$MIRROR" "$suite" "$MIRROR" "$suite" "$security" "$suite"
+  fi > "$dir/etc/apt/sources.list"
+  [ "$experimental" = 0 ] || printf 'deb %s experimental main\n' "$MIRROR" >> "$dir/etc/apt/sources.list"
+  # The registry this machine reaches serves a frozen copy of Debian: sid's and experimental's Release files are
+  # past their Valid-Until (a week) there, and apt would refuse them. The signatures are still checked.
+  echo 'Acquire::Check-Valid-Until "false";' > "$dir/etc/apt/apt.conf.d/90deadbolt-frozen-registry"
 }
 
 # The root trusts the certificate authorities the host added locally (a proxy's CA: cargo and apt over https go
@@ -139,7 +176,10 @@ lock_root() {
 
 cmd=${1:-}; shift || true
 case "$cmd" in
-  ensure) [ $# -ge 2 ] || die "usage: ensure NAME SUITE [PACKAGE...]"; lock_root "$1"; ensure "$@" ;;
+  ensure)
+    args=("$@"); while [[ ${1:-} == --* ]]; do shift; done
+    [ $# -ge 2 ] || die "usage: ensure [--arch=ARCH] [--multiarch=ARCH] [--experimental] NAME SUITE [PACKAGE...]"
+    lock_root "$1"; ensure "${args[@]}" ;;
   run)
     [ $# -ge 2 ] || die "usage: run NAME [--fresh] CMD..."
     name=$1; shift; fresh=0

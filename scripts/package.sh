@@ -1,50 +1,63 @@
 #!/usr/bin/env bash
-# Packages one build of the extension for the PHP it was built against (run on that platform: the host, or inside
-# the Debian 13 root; scripts/dist.sh runs it on each):
+# Packages one build of the extension for the PHP it was built against:
 #
-#   scripts/package.sh SO OUTDIR
+#   scripts/package.sh SO OUTDIR [FACTS]
 #
-# writes into OUTDIR
-#   php_deadbolt-<version>_php<X.Y>-x86_64-linux-glibc-nts.tgz   PIE's name for a pre-built binary: deadbolt.so,
-#                                                                 deadbolt.ini, the stubs, LICENSE, install.sh
-#   php<X.Y>-deadbolt_<version>-1_amd64.deb                       laid out like Debian's own php<X.Y>-<ext> packages
-#   php<X.Y>-deadbolt.glibc                                       the glibc symbol versions the .so needs
-# and refuses to package a .so that needs a glibc symbol newer than this platform's glibc, which is the oldest
-# glibc the packages claim to support (Debian 12: 2.36).
+# FACTS, when given, is a file of phpver=, api=, zts= and arch= lines describing the PHP the .so was built for (a
+# cross build: scripts/build-arm64.sh writes it from that PHP itself); without it this platform's PHP says them.
+# Writes into OUTDIR
+#   php_deadbolt-<version>_php<X.Y>-<x86_64|arm64>-linux-glibc-nts.tgz   PIE's name for a pre-built binary:
+#                                                      deadbolt.so, deadbolt.ini, the stubs, LICENSE, install.sh
+#   php<X.Y>-deadbolt_<version>-1_<amd64|arm64>.deb    laid out like Debian's own php<X.Y>-<ext> packages
+#   php<X.Y>-deadbolt-<arch>.glibc                      the glibc symbol versions the .so needs
+# and refuses to package a .so that needs a glibc symbol newer than the oldest glibc the packages support: Debian
+# 12's 2.36 (DEADBOLT_GLIBC_FLOOR), whichever Debian the .so was built on. DEADBOLT_PACKAGE_KINDS=tgz leaves the
+# .deb out (a PHP no Debian release ships yet: 8.5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-so=${1:?usage: package.sh SO OUTDIR}; out=${2:?usage: package.sh SO OUTDIR}
+so=${1:?usage: package.sh SO OUTDIR [FACTS]}; out=${2:?usage: package.sh SO OUTDIR [FACTS]}; facts=${3:-}
 [ -f "$so" ] || { echo "package: no $so (build first)" >&2; exit 1; }
-php=$(bash scripts/php-binary.sh)
-fact() { "$php" -n -r "echo $1;"; }
-[ "$(fact '(int) PHP_ZTS')" = 0 ] || { echo "package: $php is a thread-safe (ZTS) build; Deadbolt packages NTS PHP only" >&2; exit 1; }
-phpver=$(fact 'PHP_MAJOR_VERSION.".".PHP_MINOR_VERSION')
-api=$(basename "$(fact PHP_EXTENSION_DIR)")
+floor=${DEADBOLT_GLIBC_FLOOR:-2.36}
+if [ -n "$facts" ]; then
+  phpver=$(sed -n 's/^phpver=//p' "$facts"); api=$(sed -n 's/^api=//p' "$facts")
+  zts=$(sed -n 's/^zts=//p' "$facts"); debarch=$(sed -n 's/^arch=//p' "$facts")
+else
+  php=$(bash scripts/php-binary.sh)
+  fact() { "$php" -n -r "echo $1;"; }
+  phpver=$(fact 'PHP_MAJOR_VERSION.".".PHP_MINOR_VERSION'); api=$(basename "$(fact PHP_EXTENSION_DIR)")
+  zts=$(fact '(int) PHP_ZTS'); debarch=$(dpkg --print-architecture)
+fi
+[ "$zts" = 0 ] || { echo "package: PHP $phpver here is a thread-safe (ZTS) build; Deadbolt packages NTS PHP only" >&2; exit 1; }
+# PIE names the machine x86_64 or arm64; Debian names it amd64 or arm64. The binutils are the
+# ones for the .so's machine (an arm64 .so is packaged on x86_64 with the aarch64 cross binutils).
+case "$debarch" in
+  amd64) arch=x86_64; tools="" ;;
+  arm64) arch=arm64; tools=aarch64-linux-gnu-; [ "$(dpkg --print-architecture)" = arm64 ] && tools="" ;;
+  *) echo "package: no packages for $debarch" >&2; exit 1 ;;
+esac
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-arch=$(uname -m)
-[ "$arch" = x86_64 ] || { echo "package: only x86_64 packages are made here (this is $arch)" >&2; exit 1; }
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The shipped .so: stripped of its debug symbols (the build tree keeps them).
 cp "$so" "$work/deadbolt.so"
-strip --strip-unneeded "$work/deadbolt.so"
+"${tools}strip" --strip-unneeded "$work/deadbolt.so"
 chmod 0644 "$work/deadbolt.so"
 
-# glibc: the newest symbol version the .so needs must not be newer than this platform's glibc.
-needed=$(objdump -T "$work/deadbolt.so" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV)
+# glibc: the newest symbol version the .so needs must not be newer than the floor.
+needed=$("${tools}objdump" -T "$work/deadbolt.so" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV)
 newest=$(echo "$needed" | tail -1)
 glibc=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
-if [ "$(printf '%s\n%s\n' "$newest" "$glibc" | sort -V | tail -1)" != "$glibc" ]; then
-  echo "package: the .so needs GLIBC_$newest, newer than this platform's glibc $glibc" >&2; exit 1
+if [ "$(printf '%s\n%s\n' "$newest" "$floor" | sort -V | tail -1)" != "$floor" ]; then
+  echo "package: the .so needs GLIBC_$newest, newer than glibc $floor (Debian 12), the oldest supported" >&2; exit 1
 fi
 {
-  echo "php $phpver (API $api), built on glibc $glibc ($(. /etc/os-release; echo "$PRETTY_NAME"))"
-  echo "newest glibc symbol version needed: GLIBC_$newest"
+  echo "php $phpver (API $api), $debarch, built on glibc $glibc ($(. /etc/os-release; echo "$PRETTY_NAME"))"
+  echo "newest glibc symbol version needed: GLIBC_$newest (floor: $floor)"
   echo "all: $(echo "$needed" | sed 's/^/GLIBC_/' | tr '\n' ' ')"
-  echo "libraries: $(objdump -p "$work/deadbolt.so" | awk '/NEEDED/ {print $2}' | tr '\n' ' ')"
-} > "$out/php$phpver-deadbolt.glibc"
+  echo "libraries: $("${tools}objdump" -p "$work/deadbolt.so" | awk '/NEEDED/ {print $2}' | tr '\n' ' ')"
+} > "$out/php$phpver-deadbolt-$debarch.glibc"
 
 ini_text='; Deadbolt: Symfony-Lock-compatible locks for PHP, native
 ; priority=20
@@ -59,9 +72,14 @@ printf '%s\n' "$ini_text" > "$stage/deadbolt.ini"
 cp -r stubs "$stage/stubs"
 cp LICENSE "$stage/LICENSE"
 install -m 0755 scripts/install-binary.sh "$stage/install.sh"
-printf 'Deadbolt %s for PHP %s (API %s, NTS, x86_64 glibc >= %s).\nInstall: ./install.sh install deadbolt.so   (or: make install from the source tree)\nUninstall: ./install.sh uninstall\n' \
-  "$version" "$phpver" "$api" "$newest" > "$stage/README"
+printf 'Deadbolt %s for PHP %s (API %s, NTS, %s glibc >= %s).\nInstall: ./install.sh install deadbolt.so   (or: make install from the source tree)\nUninstall: ./install.sh uninstall\n' \
+  "$version" "$phpver" "$api" "$arch" "$newest" > "$stage/README"
 tar --owner=0 --group=0 --numeric-owner --sort=name --mtime='@0' -czf "$out/$tgz_name" -C "$stage" .
+
+if [ "${DEADBOLT_PACKAGE_KINDS:-tgz deb}" = tgz ]; then
+  echo "package: $out/$tgz_name ($(du -k "$out/$tgz_name" | cut -f1) KiB), needs glibc >= $newest (floor $floor)"
+  exit 0
+fi
 
 # --- The .deb: php<X.Y>-deadbolt, like Debian's php<X.Y>-redis: the .so in /usr/lib/php/<API>, the ini in
 # /etc/php/<X.Y>/mods-available (a conffile), enabled for every SAPI on install, disabled on removal.
@@ -76,13 +94,13 @@ cp -r stubs "$deb/usr/share/doc/$pkg/stubs"
 # files of the packages that provide them).
 mkdir -p "$work/shlibs/debian"
 printf 'Source: deadbolt\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$work/shlibs/debian/control"
-libdeps=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$deb/usr/lib/php/$api/deadbolt.so" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+libdeps=$(cd "$work/shlibs" && DEB_HOST_ARCH=$debarch dpkg-shlibdeps -O "$deb/usr/lib/php/$api/deadbolt.so" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$libdeps" ] || { echo "package: dpkg-shlibdeps found no dependencies for the .so" >&2; exit 1; }
 installed_size=$(du -sk --exclude=DEBIAN "$deb" | cut -f1)
 cat > "$deb/DEBIAN/control" <<EOF
 Package: $pkg
 Version: $version-1
-Architecture: amd64
+Architecture: $debarch
 Maintainer: Deadbolt developers <deadbolt@localhost>
 Installed-Size: $installed_size
 Depends: php$phpver-common, phpapi-$api, $libdeps
@@ -128,9 +146,9 @@ fi
 exit 0
 EOF
 chmod 0755 "$deb/DEBIAN/postinst" "$deb/DEBIAN/postrm"
-deb_name=${pkg}_${version}-1_amd64.deb
+deb_name=${pkg}_${version}-1_${debarch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$deb" "$out/$deb_name" >/dev/null
 
 echo "package: $out/$tgz_name ($(du -k "$out/$tgz_name" | cut -f1) KiB)"
 echo "package: $out/$deb_name ($(du -k "$out/$deb_name" | cut -f1) KiB), Depends: php$phpver-common, phpapi-$api, $libdeps"
-echo "package: needs glibc >= $newest (built on $glibc)"
+echo "package: needs glibc >= $newest (floor $floor; built on $glibc)"

@@ -10,6 +10,7 @@ server=${DEADBOLT_REDIS_SERVER:-redis-server}
 cli=${DEADBOLT_REDIS_CLI:-redis-cli}
 php=$(bash "$(dirname "$0")/php-binary.sh")
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)   # redis-server changes into --dir before it opens the log: paths must be absolute
 # Ask the kernel for a free port; the tiny window before the server binds it is retried below.
 for attempt in 1 2 3 4 5; do
   port=$("$php" -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);

@@ -19,7 +19,12 @@ use Deadbolt\Tests\Support\RedisServer;
  * can be safe through that, so it is not part of the scenario.
  *
  * DEADBOLT_SOAK=1: ~3 minutes instead of ~10 s. DEADBOLT_REPORT=<file>: the summary is written there too.
+ *
+ * Slow: make check leaves it out, make test runs it.
+ *
+ * @group slow
  */
+#[\PHPUnit\Framework\Attributes\Group('slow')]
 final class ChaosTest extends DeadboltTestCase
 {
     private const WORKERS = 6;

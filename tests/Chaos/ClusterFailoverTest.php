@@ -29,7 +29,12 @@ use Deadbolt\Tests\Support\RedisServer;
  * tests follow one Lock object through a failover, and a blocking acquire through the time no node serves the slot.
  *
  * DEADBOLT_SOAK=1: 10 rounds of each fault and mode instead of 1. DEADBOLT_REPORT=<file>: the summary goes there too.
+ *
+ * Slow: make check leaves it out, make test runs it.
+ *
+ * @group slow
  */
+#[\PHPUnit\Framework\Attributes\Group('slow')]
 final class ClusterFailoverTest extends DeadboltTestCase
 {
     private const FAULTS = ['kill', 'pause', 'cut'];

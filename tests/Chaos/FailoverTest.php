@@ -22,7 +22,12 @@ use Deadbolt\Tests\Support\SentinelGroup;
  * failover, then it comes back and is turned into a replica). Each with plain locks and with `replicas=1`.
  *
  * DEADBOLT_SOAK=1: 15 rounds of each instead of 2. DEADBOLT_REPORT=<file>: the summary is written there too.
+ *
+ * Slow: make check leaves it out, make test runs it.
+ *
+ * @group slow
  */
+#[\PHPUnit\Framework\Attributes\Group('slow')]
 final class FailoverTest extends DeadboltTestCase
 {
     private const KINDS = ['kill', 'cut', 'pause'];

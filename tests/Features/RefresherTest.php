@@ -21,7 +21,12 @@ use Deadbolt\Tests\Support\SharedRedis;
  * The judge of "still held" is always another process trying to take the lock (or Redis itself); the holder sleeps
  * in PHP (usleep or a blocking read), so only the extension's own thread can keep the lock alive. Durations are
  * multiples of the TTL chosen so that the outcome does not depend on scheduling by more than a few hundred ms.
+ *
+ * Slow: make check leaves it out, make test runs it.
+ *
+ * @group slow
  */
+#[\PHPUnit\Framework\Attributes\Group('slow')]
 final class RefresherTest extends FeatureTestCase
 {
     private const TTL = 0.5;

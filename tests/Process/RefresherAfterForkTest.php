@@ -15,7 +15,12 @@ use Deadbolt\Tests\Support\SharedRedis;
  * Many children, each with a differently shifted heap, make that collision all but certain; valgrind (run on the
  * child process itself where it is installed) reports any such access, and every child must also keep its own
  * short lock alive through its own refresher.
+ *
+ * Slow: make check leaves it out, make test runs it.
+ *
+ * @group slow
  */
+#[\PHPUnit\Framework\Attributes\Group('slow')]
 final class RefresherAfterForkTest extends DeadboltTestCase
 {
     private const CHILDREN = 32;

@@ -16,7 +16,12 @@ use Deadbolt\Tests\Support\SentinelGroup;
  * A Sentinel DSN (`redis:?host[s1]&host[s2]&redis_sentinel=service`): the primary is asked of the sentinels, and a
  * failover is followed by the objects made before it. Real sentinels (redis-server --sentinel) over a real primary and
  * replica.
+ *
+ * Slow: make check leaves it out, make test runs it.
+ *
+ * @group slow
  */
+#[\PHPUnit\Framework\Attributes\Group('slow')]
 final class RedisSentinelTest extends DeadboltTestCase
 {
     private ?SentinelGroup $group = null;
