@@ -13,8 +13,8 @@ RUN_PHP    := bash scripts/php.sh $(SO)
 PHPUNIT    := bash scripts/phpunit.sh $(SO)
 RUN_DIR    := $(TARGET_DIR)/test-run
 
-.PHONY: all deps build demo test test-rust test-php test-valgrind test-soak test-debian13 test-dist test-phpize \
-        lint bench install uninstall dist clean
+.PHONY: all deps build demo check test test-rust test-php test-valgrind test-soak test-debian13 test-platforms \
+        test-dist test-phpize lint bench install uninstall dist clean
 
 all: build
 
@@ -27,6 +27,11 @@ build: deps
 
 demo: build
 	@bash scripts/demo.sh $(SO)
+
+## The developers' fast lane (a few minutes on a built tree): formatting, lints, the engine's tests and the PHPUnit
+## suites without the slow group (the failover, chaos, sentinel and refresher runs), against a private redis-server.
+check: build lint test-rust
+	@bash scripts/test-php.sh $(SO) $(RUN_DIR) --exclude-group slow
 
 ## Everything `make test` runs on this machine: formatting, lints, the engine's tests, the PHP suites against the
 ## built .so (short versions of the php-fpm, worker, chaos and fuzz runs included; again against Valkey and
@@ -75,8 +80,18 @@ test-soak: build
 test-debian13:
 	@bash scripts/test-debian13.sh
 
-## Binary packages for every PHP this machine builds for (the host's, and Debian 13's in its root): a PIE tarball
-## and a .deb each, and SHA256SUMS, in target/dist/.
+## The platforms beyond this machine and Debian 13, with the portable subset of the suites (phpunit.xml.dist's
+## "portable" testsuite says which and why): PHP 8.5 (Debian sid + experimental, x86_64) and Debian 13 on arm64
+## (cross-built, run under qemu-user-static). Builds every arm64 .so that make dist packages.
+test-platforms:
+	@bash scripts/ensure-roots.sh
+	@bash scripts/test-php85.sh
+	@bash scripts/build-arm64.sh 8.2 8.5 8.4
+	@bash scripts/test-arm64.sh
+
+## Binary packages for every PHP this machine builds for: x86_64 PHP 8.2 (the host), 8.4 (Debian 13 root), 8.5
+## (php85 root); arm64 PHP 8.2, 8.4, 8.5 (cross-built). A PIE tarball each, a .deb for Debian's own PHPs (8.2, 8.4),
+## and SHA256SUMS, in target/dist/.
 dist: build
 	@bash scripts/dist.sh
 

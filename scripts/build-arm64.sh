@@ -66,7 +66,19 @@ WRAP
   chmod 0755 "$dir/php" "$dir/php-config"
 }
 
-for ver in "${versions[@]}"; do describe "$ver"; done
+# A .so newer than every source it is built from is kept: the three PHPs share one target directory, where cargo
+# would rebuild ext-php-rs and Deadbolt at every switch of PHP, so a second make dist or the arm64 tests after it
+# would compile them again for nothing.
+fresh() {
+  local so=$out/php$1/libdeadbolt.so
+  [ -f "$so" ] && [ -f "$out/php$1/facts" ] && [ -z "$(find Cargo.toml Cargo.lock build.rs src core -newer "$so" -print -quit)" ]
+}
+todo=()
+for ver in "${versions[@]}"; do
+  if fresh "$ver"; then echo "build-arm64: PHP $ver: $out/php$ver/libdeadbolt.so is up to date"; else todo+=("$ver"); fi
+done
+((${#todo[@]})) || exit 0
+for ver in "${todo[@]}"; do describe "$ver"; done
 
 ensure_cross_root
 bash scripts/debian-root.sh run cross bash -c '
@@ -80,5 +92,5 @@ bash scripts/debian-root.sh run cross bash -c '
       cargo build --release --locked --target aarch64-unknown-linux-gnu
     cp "$CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/release/libdeadbolt.so" "$out/php$ver/libdeadbolt.so"
   done
-' bash "$PWD" "$out" "${versions[@]}"
-for ver in "${versions[@]}"; do echo "build-arm64: $out/php$ver/libdeadbolt.so"; done
+' bash "$PWD" "$out" "${todo[@]}"
+for ver in "${todo[@]}"; do echo "build-arm64: $out/php$ver/libdeadbolt.so"; done

@@ -21,6 +21,7 @@ binfmt=/proc/sys/fs/binfmt_misc
   || die "cannot mount binfmt_misc (this kernel or container does not offer it)"
 if ! [ -e "$binfmt/qemu-$qemu" ]; then
   # The F flag (in Debian's .conf) opens the emulator now, so chroots without it can still use it.
-  cat "/usr/lib/binfmt.d/qemu-$qemu.conf" > "$binfmt/register" || die "cannot register qemu-$qemu with binfmt_misc"
+  cat "/usr/lib/binfmt.d/qemu-$qemu.conf" > "$binfmt/register" 2>/dev/null || [ -e "$binfmt/qemu-$qemu" ] \
+    || die "cannot register qemu-$qemu with binfmt_misc"
 fi
 grep -q '^enabled' "$binfmt/qemu-$qemu" || die "qemu-$qemu is registered but disabled ($binfmt/qemu-$qemu)"

@@ -7,6 +7,9 @@
 #   package-check.sh tgz FILE.tgz       # install.sh from the tarball, then install.sh uninstall
 #   package-check.sh make               # make install / make uninstall of the build tree (CARGO_TARGET_DIR)
 #   package-check.sh dockerfile FILE.tgz  # deploy/Dockerfile's RUN step as written, then install.sh uninstall
+#
+# DEADBOLT_CHECK_REDIS=1 adds, while installed: the root's own redis-server (installed into this throw-away copy),
+# and a Redis lock handed over to a waiter blocked in acquire(true) (scripts/handover-check.php).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 how=${1:?usage: package-check.sh deb|tgz|make [FILE]}; file=${2:-}
@@ -25,8 +28,22 @@ expect_loaded() {
     "$bin" -m 2>/dev/null | grep -x deadbolt >/dev/null || fail "$bin -m does not list deadbolt"
     echo "package-check ($how): $bin -m lists deadbolt"
   done
-  bash scripts/demo.sh --installed >/tmp/demo.log 2>&1 || { cat /tmp/demo.log; fail "the report job did not acquire and skip"; }
+  # Both runs start at once and race for the lock; the one that comes second must still find it held. Four seconds
+  # of work instead of 1.5 keep that so when PHP starts slowly (under qemu, arm64 PHP starts in ~0.5 s).
+  REPORT_WORK_MS=${REPORT_WORK_MS:-4000} bash scripts/demo.sh --installed >/tmp/demo.log 2>&1 || { cat /tmp/demo.log; fail "the report job did not acquire and skip"; }
   echo "package-check ($how): report.php run twice at once: one acquired, one skipped"
+  [ "${DEADBOLT_CHECK_REDIS:-0}" = 1 ] && expect_handover
+  return 0
+}
+expect_handover() {
+  command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    redis-server >/dev/null 2>&1 || fail "apt-get install redis-server"
+  local port rc=0
+  port=$(bash scripts/redis-start.sh /tmp/handover-redis) || fail "redis-server did not start"
+  php scripts/handover-check.php "$port" || rc=$?
+  bash scripts/redis-stop.sh /tmp/handover-redis
+  [ $rc = 0 ] || fail "a Redis lock was not handed over to its waiter"
+  echo "package-check ($how): a Redis lock on $(redis-server --version | cut -d' ' -f3) ($(uname -m)) handed over to a waiter"
 }
 expect_unloaded() {
   local bin
@@ -55,12 +72,14 @@ case "$how" in
     rm -rf "$tmp"
     expect_unloaded "install.sh uninstall" ;;
   dockerfile)
-    # The RUN instruction of deploy/Dockerfile, its continuation lines joined, run by sh as docker would.
+    # The RUN instruction of deploy/Dockerfile, its continuation lines joined, run by sh as docker would: after the
+    # COPY of the tarballs into /tmp/deadbolt-dist/, with the build arguments docker gives it.
     run=$(sed -n '/^RUN /,/[^\\]$/p' deploy/Dockerfile | sed 's/^RUN //; s/\\$//' | tr '\n' ' ')
     [ -n "$run" ] || fail "no RUN step in deploy/Dockerfile"
-    cp "$file" /tmp/deadbolt.tgz
-    sh -ec "$run" || fail "the Dockerfile's RUN step: $run"
-    [ ! -e /tmp/deadbolt.tgz ] || fail "the RUN step left /tmp/deadbolt.tgz behind"
+    mkdir -p /tmp/deadbolt-dist && cp "$file" /tmp/deadbolt-dist/
+    phpver=$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+    PHP_VERSION=$phpver TARGETARCH=$(dpkg --print-architecture) sh -ec "$run" || fail "the Dockerfile's RUN step: $run"
+    [ ! -e /tmp/deadbolt-dist ] || fail "the RUN step left /tmp/deadbolt-dist behind"
     expect_loaded
     bash scripts/install-binary.sh uninstall || fail "install-binary.sh uninstall"
     expect_unloaded "install-binary.sh uninstall" ;;

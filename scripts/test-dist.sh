@@ -11,9 +11,14 @@
 #     the /usr/local PHP only (scripts/php-config-check.sh)
 #   - a thread-safe PHP (scripts/php-from-source.sh zts) in the Debian 13 build root: cargo build, phpize +
 #     configure and install-binary.sh all refuse it with a message (scripts/zts-check.sh)
+#   - arm64, under qemu-user-static: Debian 12 and 13 arm64 with php-cli + php-fpm: the .deb (with a Redis lock
+#     handed over to a waiter, against the root's own arm64 redis-server) and the PIE tarball's install.sh
+#   - PHP 8.5: the x86_64 tarball in Debian sid with experimental's php8.5-cli + php8.5-fpm only, the arm64 tarball
+#     into experimental's arm64 php8.5-cli (the cross root, under qemu)
 # make install needs make in the root: that check installs it into its fresh copy first (not a compiler).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/roots.sh
 dist=target/dist
 [ -f "$dist/SHA256SUMS" ] || { echo "test-dist: no $dist/SHA256SUMS (run make dist)" >&2; exit 1; }
 (cd "$dist" && sha256sum --quiet -c SHA256SUMS) || { echo "test-dist: SHA256SUMS does not match" >&2; exit 1; }
@@ -56,12 +61,38 @@ for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
   fi
   build_dir=$(build_dir_for "$name")
   bash scripts/debian-root.sh ensure "$name-php" "$suite" php-cli php-fpm
-  check "$name: .deb ($(basename "$deb"))" "$name-php" bash -c "$(in_project bash scripts/package-check.sh deb "$deb")"
+  check "$name: .deb ($(basename "$deb"))" "$name-php" \
+    bash -c "$(in_project DEADBOLT_CHECK_REDIS=1 bash scripts/package-check.sh deb "$deb")"
   check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
     bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
   check "$name: make install / make uninstall" "$name-php" bash -c "apt-get install -y -qq --no-install-recommends make \
     >/dev/null && $(in_project CARGO_TARGET_DIR="$PWD/$build_dir" bash scripts/package-check.sh make)"
 done
+# arm64: the same packages for arm64, in arm64 roots with PHP only (run under qemu).
+for platform in "debian12-arm64 bookworm 8.2" "debian13-arm64 trixie 8.4"; do
+  read -r name suite phpver <<< "$platform"
+  deb=$(ls "$dist"/php"$phpver"-deadbolt_*_arm64.deb 2>/dev/null | head -1)
+  tgz=$(ls "$dist"/php_deadbolt-*_php"$phpver"-arm64-linux-glibc-nts.tgz 2>/dev/null | head -1)
+  if [ -z "$deb" ] || [ -z "$tgz" ]; then
+    failed=$((failed + 1)); failures+=("$name: a PHP $phpver arm64 package is missing"); continue
+  fi
+  ensure_arm64_php_root "$name-php" "$suite"
+  check "$name: .deb ($(basename "$deb"))" "$name-php" \
+    bash -c "$(in_project DEADBOLT_CHECK_REDIS=1 bash scripts/package-check.sh deb "$deb")"
+  check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
+    bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
+  [ "$name" = debian13-arm64 ] && check "$name: deploy/Dockerfile's RUN step (TARGETARCH=arm64)" "$name-php" \
+    bash -c "$(in_project bash scripts/package-check.sh dockerfile "$tgz")"
+done
+# PHP 8.5 (no Debian release ships it: tarballs only), each into a PHP 8.5 of its machine.
+for machine in x86_64 arm64; do
+  tgz=$(ls "$dist"/php_deadbolt-*_php8.5-"$machine"-linux-glibc-nts.tgz 2>/dev/null | head -1)
+  [ -n "$tgz" ] || { failed=$((failed + 1)); failures+=("PHP 8.5 $machine: no tarball"); continue; }
+  if [ "$machine" = x86_64 ]; then root=php85-php; ensure_php85_clean_root; else root=cross; fi
+  check "PHP 8.5 $machine: PIE tarball + install.sh ($(basename "$tgz"))" "$root" \
+    bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
+done
+
 # The official images' layout, with a PHP built the way they build it.
 nts=$(bash scripts/php-from-source.sh nts)
 tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz | head -1)

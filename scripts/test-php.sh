@@ -6,10 +6,13 @@
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, and tests/Console (Symfony
 #      Console 7.4's LockableTrait on Deadbolt), which needs it.
 #
-#   scripts/test-php.sh SO RUN_DIR
+#   scripts/test-php.sh SO RUN_DIR                     # all of the above
+#   scripts/test-php.sh SO RUN_DIR PHPUNIT_ARGS...     # one pass against redis-server with those arguments
+#                                                      # (make check: --exclude-group slow)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-so=${1:?usage: test-php.sh SO RUN_DIR}; run_dir=${2:?usage: test-php.sh SO RUN_DIR}
+so=${1:?usage: test-php.sh SO RUN_DIR [PHPUNIT_ARGS...]}; run_dir=${2:?usage: test-php.sh SO RUN_DIR [PHPUNIT_ARGS...]}
+shift 2
 
 # pass NAME SERVER CLI [phpunit arguments]: one PHPUnit run against a fresh server of that kind.
 pass() {
@@ -24,6 +27,10 @@ pass() {
   return $rc
 }
 
+if (($#)); then
+  pass redis redis-server redis-cli "$@"
+  exit
+fi
 pass redis redis-server redis-cli
 if command -v valkey-server >/dev/null 2>&1; then
   pass valkey valkey-server valkey-cli

@@ -5,8 +5,10 @@
 #   php85              Debian sid with PHP 8.5 from Debian experimental (amd64): builds and tests for PHP 8.5
 #   cross              Debian sid (amd64) with Rust, an arm64 Rust standard library and the aarch64 C toolchain,
 #                      plus experimental's PHP 8.5 for arm64 (run under qemu): builds and packages every arm64 .so
+#   php85-php          Debian sid with experimental's php8.5-cli and php8.5-fpm only: the PHP 8.5 tarball's test root
 #   debian12-arm64-php Debian 12 arm64 with php-cli and php-fpm only: the PHP 8.2 arm64 packages' test root
 #   debian13-arm64-php Debian 13 arm64 with php-cli and php-fpm only: the PHP 8.4 arm64 packages' test root
+#   debian13-arm64     Debian 13 arm64 with PHP and what the portable subset needs: the arm64 suite run
 #
 # Why sid: PHP 8.5 is packaged only in experimental, which needs sid's libraries; and the arm64 Rust standard
 # library must match the compiler exactly, so the cross compiler is Debian's own rustc (sid: 1.97; trixie's 1.85 is
@@ -28,6 +30,17 @@ ensure_cross_root() {
   bash "$ROOT_TOOL" ensure --experimental --multiarch=arm64 cross sid \
     rustc cargo libstd-rust-dev:arm64 gcc-aarch64-linux-gnu libc6-dev:arm64 libgcc-s1:arm64 \
     libclang-dev clang make ca-certificates dpkg-dev binutils-aarch64-linux-gnu php8.5-cli:arm64/experimental
+}
+
+# php-common/sid: experimental's php-common (2:102~) Breaks the php8.5-common it ships beside; sid's goes with it.
+ensure_php85_clean_root() {
+  bash "$ROOT_TOOL" ensure --experimental php85-php sid \
+    php8.5-cli/experimental php8.5-fpm/experimental php-common/sid
+}
+
+ensure_arm64_suite_root() {
+  bash "$ROOT_TOOL" ensure --arch=arm64 debian13-arm64 trixie php-cli php-fpm php-redis php-xml php-mbstring \
+    "${PORTABLE_SUITE_PACKAGES[@]}"
 }
 
 # ensure_arm64_php_root NAME SUITE: a clean arm64 Debian with PHP's CLI and FPM, nothing else.
