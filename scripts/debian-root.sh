@@ -64,9 +64,11 @@ ensure() {
   local name=$1 suite=$2; shift 2
   local dir=$ROOTS/$name recipe
   recipe="$suite+updates+security minbase $arch+$multiarch experimental=$experimental $MIRROR $*"
-  if [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; then
-    return 0
-  fi
+  # A ready root is used as it is, without waiting for its lock (a long run in it holds that).
+  ready() { [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; }
+  ready && return 0
+  lock_root "$name"
+  ready && return 0
   command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
   for foreign in "$arch" $multiarch; do
     [ "$foreign" = "$HOST_ARCH" ] || bash scripts/foreign-arch.sh "$foreign"
@@ -83,6 +85,9 @@ ensure() {
   printf '#!/bin/sh\nexit 101\n' > "$dir/usr/sbin/policy-rc.d"
   chmod 0755 "$dir/usr/sbin/policy-rc.d"
   [ -z "$multiarch" ] || chroot "$dir" dpkg --add-architecture "$multiarch"
+  # A throw-away root: dpkg need not fsync every file it unpacks (under qemu, and beside other builds, those syncs
+  # are most of an install's time).
+  echo force-unsafe-io > "$dir/etc/dpkg/dpkg.cfg.d/90deadbolt-unsafe-io"
   if (($#)); then
     echo "debian-root: apt-get install $* (in $name)"
     in_root "$name" 0 sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
@@ -179,7 +184,7 @@ case "$cmd" in
   ensure)
     args=("$@"); while [[ ${1:-} == --* ]]; do shift; done
     [ $# -ge 2 ] || die "usage: ensure [--arch=ARCH] [--multiarch=ARCH] [--experimental] NAME SUITE [PACKAGE...]"
-    lock_root "$1"; ensure "${args[@]}" ;;
+    ensure "${args[@]}" ;;
   run)
     [ $# -ge 2 ] || die "usage: run NAME [--fresh] CMD..."
     name=$1; shift; fresh=0

@@ -15,7 +15,6 @@ spawn php85-php ensure_php85_clean_root
 spawn cross ensure_cross_root
 spawn debian12-arm64-php ensure_arm64_php_root debian12-arm64-php bookworm
 spawn debian13-arm64-php ensure_arm64_php_root debian13-arm64-php trixie
-spawn debian13-arm64 ensure_arm64_suite_root
 failed=0
 for i in "${!pids[@]}"; do
   if wait "${pids[$i]}"; then

@@ -24,7 +24,8 @@ tgz=$out/php-$kind.tgz
 if [ -f "$tgz" ] && [ "$(cat "$out/php-$kind.recipe" 2>/dev/null)" = "$recipe" ]; then echo "$tgz"; exit 0; fi
 
 bash scripts/debian-root.sh ensure debian13 trixie make ca-certificates >&2
-bash scripts/debian-root.sh run debian13 bash -c '
+# In a throw-away copy: no lock to wait for while make test-debian13 runs in the root (.ci/run does both at once).
+bash scripts/debian-root.sh run debian13 --fresh bash -c '
   set -euo pipefail
   out=$1 kind=$2 prefix=$3 lib=$4; shift 4
   export DEBIAN_FRONTEND=noninteractive

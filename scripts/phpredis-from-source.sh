@@ -13,7 +13,7 @@ so=$out/redis.so
 source scripts/lib/private-apt.sh
 work=$(mktemp -d /tmp/phpredis.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-mirror=${DEBIAN_MIRROR:-$(bash scripts/debian-mirror.sh 2>/dev/null || echo http://deb.debian.org/debian)}
+mirror=${DEBIAN_MIRROR:-$(bash scripts/debian-mirror.sh)}   # the apt sources of this root
 private_apt_setup "$work/apt" "deb-src $mirror sid main" -o Acquire::Check-Valid-Until=false
 apt-get "${private_apt_opts[@]}" update >&2
 # Only the upstream tarball is needed (Debian's packaging of it is not used); apt fetches it first.

@@ -9,7 +9,7 @@
 #   scripts/symfony-lock-sid.sh DIR
 set -euo pipefail
 dir=$(realpath -m "${1:?usage: symfony-lock-sid.sh DIR}")
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=${DEBIAN_MIRROR:-$(bash "$(dirname "$0")/debian-mirror.sh")}   # the apt sources this system (or root) uses
 autoload=$dir/usr/share/php/Symfony/Component/Lock/autoload.php
 trait=$dir/usr/share/php/Symfony/Component/Console/Command/LockableTrait.php
 if [ -f "$autoload" ] && [ -f "$trait" ] && [ -f "$dir/version" ]; then echo "$autoload"; exit 0; fi

@@ -317,3 +317,60 @@ fn a_wait_outlasts_a_restarted_server_that_is_still_loading_its_data() {
         "it waited through the loading: {report:?}"
     );
 }
+
+/// A wait whose deadline passes while the server is busy (a slow command, a loaded machine) ends
+/// as "not taken" once the server answers its last attempt, never as a storage error. Before,
+/// the round that ran into the deadline gave its socket exactly the time the server would block
+/// (so a reply a moment late was lost), and the last attempt was given 1 ms: the wait failed
+/// with "no answer within 2 s", after waiting 1 ms for an answer that came 0.3 s later.
+#[test]
+fn a_wait_whose_deadline_passes_while_the_server_is_busy_ends_not_taken() {
+    use std::time::{Duration, Instant};
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let store = store_for(&redis.url());
+    let resource = unique("busy-at-deadline");
+    let mut holder = Key::new(resource.clone());
+    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    // The server is asleep from before the deadline until well after it: the waiter's first
+    // round is sent, then nothing answers until the sleep ends.
+    let mut con = redis.client();
+    let sleeper = std::thread::spawn(move || {
+        redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(0.6)
+            .exec(&mut con)
+            .unwrap();
+    });
+    let asleep = Instant::now() + Duration::from_millis(100);
+    while redis_is_answering(&redis) && Instant::now() < asleep {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut waiter = Key::new(resource);
+    let mut report = deadbolt_core::WaitReport::default();
+    let deadline = Instant::now() + Duration::from_millis(150);
+    let taken = store.wait(
+        &mut waiter,
+        Mode::Exclusive,
+        None,
+        Some(deadline),
+        &mut report,
+    );
+    sleeper.join().unwrap();
+    assert!(
+        matches!(taken, Ok(false)),
+        "the holder kept the lock: the wait ends not taken, got {taken:?}"
+    );
+    assert!(store.exists(&holder).unwrap(), "the holder still holds it");
+}
+
+/// Whether the server answers a PING within 20 ms (false while DEBUG SLEEP holds it).
+fn redis_is_answering(redis: &RedisServer) -> bool {
+    let client = redis::Client::open(redis.url()).unwrap();
+    match client.get_connection_with_timeout(std::time::Duration::from_millis(20)) {
+        Ok(mut con) => {
+            let _ = con.set_read_timeout(Some(std::time::Duration::from_millis(20)));
+            redis::cmd("PING").query::<String>(&mut con).is_ok()
+        }
+        Err(_) => false,
+    }
+}

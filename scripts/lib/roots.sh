@@ -8,7 +8,6 @@
 #   php85-php          Debian sid with experimental's php8.5-cli and php8.5-fpm only: the PHP 8.5 tarball's test root
 #   debian12-arm64-php Debian 12 arm64 with php-cli and php-fpm only: the PHP 8.2 arm64 packages' test root
 #   debian13-arm64-php Debian 13 arm64 with php-cli and php-fpm only: the PHP 8.4 arm64 packages' test root
-#   debian13-arm64     Debian 13 arm64 with PHP and what the portable subset needs: the arm64 suite run
 #
 # Why sid: PHP 8.5 is packaged only in experimental, which needs sid's libraries; and the arm64 Rust standard
 # library must match the compiler exactly, so the cross compiler is Debian's own rustc (sid: 1.97; trixie's 1.85 is
@@ -38,10 +37,8 @@ ensure_php85_clean_root() {
     php8.5-cli/experimental php8.5-fpm/experimental php-common/sid
 }
 
-ensure_arm64_suite_root() {
-  bash "$ROOT_TOOL" ensure --arch=arm64 debian13-arm64 trixie php-cli php-fpm php-redis php-xml php-mbstring \
-    "${PORTABLE_SUITE_PACKAGES[@]}"
-}
+# What the arm64 suite run adds to a copy of debian13-arm64-php (scripts/test-arm64.sh).
+ARM64_SUITE_PACKAGES=(php-redis php-xml php-mbstring "${PORTABLE_SUITE_PACKAGES[@]}")
 
 # ensure_arm64_php_root NAME SUITE: a clean arm64 Debian with PHP's CLI and FPM, nothing else.
 ensure_arm64_php_root() {

@@ -135,7 +135,7 @@ impl<T: Transport> RedisStore<T> {
         Ok(Round::Got { handed_over: true })
     }
 
-    /// Past the deadline: one last attempt, then leave the queue (releasing the lock should a
+    /// Past the deadline: one last attempt (given up to LAST_ATTEMPT_GRACE), then leave the queue (releasing the lock should a
     /// release have handed it over meanwhile; should this fail, the entry expires within the
     /// protocol's ALIVE_FOR). A server still loading its data refuses it too; one that has not
     /// answered at all during the wait (`answered` false) is an error, else the wait just ends.
@@ -147,6 +147,13 @@ impl<T: Transport> RedisStore<T> {
         queue: &WaitKeys,
         answered: bool,
     ) -> Result<bool> {
+        // The deadline has passed, so its bound on socket waits would leave this attempt 1 ms: a
+        // server a moment slow (busy, a loaded machine) would turn a wait that simply ran out into
+        // a storage error, and the round before may have lost a reply that came just after the
+        // deadline. This one round trip (and leaving the queue) gets LAST_ATTEMPT_GRACE (or the
+        // DSN's read_timeout if shorter): a deadline still bounds a wait on a silent server.
+        self.transport
+            .set_deadline(Some(Instant::now() + LAST_ATTEMPT_GRACE));
         let script = Self::prepare(key, mode, ttl);
         let ttl_ms = ttl_millis(ttl).to_string();
         let args = [ttl_ms.as_bytes(), WAITING, b"", queue.overdue()];
@@ -171,6 +178,9 @@ impl<T: Transport> RedisStore<T> {
         let _ = self.run(&LEAVE, key, &queue.all(), &[]);
     }
 }
+
+/// How long past its deadline a wait's last attempt may wait for the server's answer.
+const LAST_ATTEMPT_GRACE: Duration = Duration::from_secs(1);
 
 /// Whether `e` is a socket wait that ran out (the server did not answer in time).
 fn is_timed_out(e: &Error) -> bool {
