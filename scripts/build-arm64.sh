@@ -15,11 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/roots.sh
 out=$PWD/target/arm64
-versions=("${@:-8.2 8.4 8.5}")
-read -r -a versions <<< "${versions[*]}"
+versions=("$@")
+((${#versions[@]})) || versions=(8.2 8.4 8.5)
 export DEADBOLT_ROOT_NO_TOOLCHAIN=1   # the cross root's own Rust, not the host's
 
-# root_for X.Y: the root whose arm64 PHP is that version, and whether its packages come from experimental.
+# root_for X.Y: the root whose arm64 PHP is that version, and its Debian suite (sid: the PHP is experimental's).
 root_for() {
   case "$1" in
     8.2) echo "debian12-arm64-php bookworm" ;;
