@@ -1,5 +1,6 @@
 //! One behaviour suite run against every store (flock on real files, in-memory, Redis on a real
-//! redis-server), plus a suite per capability: shared locks where the store has them.
+//! redis-server by TCP and by unix socket, a quorum of the three), plus a suite per capability:
+//! shared locks where the store has them.
 #![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
 
 mod support;
@@ -8,8 +9,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use deadbolt_core::{
-    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, Lock, Member, Mode,
-    NativeTransport, RedisStore, Silent, Store, StoreRef, Strategy, Ttl, Wait, WaitReport,
+    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, Lock, Member, Mode, RedisStore,
+    Silent, Store, StoreRef, Strategy, Ttl, Wait, WaitReport,
 };
 use support::{unique, RedisServer};
 
@@ -27,8 +28,12 @@ fn each_store(check: impl Fn(&dyn Store, &str)) {
         &RedisStore::connect(&redis.url(), ttl(30.0)).unwrap(),
         "redis",
     );
-    let transport = NativeTransport::new(&redis.url()).unwrap();
-    check(&RedisStore::new(transport, ttl(30.0)), "redis-transport");
+    // The same server through its unix socket: another endpoint, connector and connection.
+    let socket = format!("redis://{}", redis.socket().display());
+    check(
+        &RedisStore::connect(&socket, ttl(30.0)).unwrap(),
+        "redis-socket",
+    );
     // A quorum over one store of each kind: it keeps every promise its members keep.
     let members = vec![
         Member::Anywhere(Rc::new(

@@ -1,17 +1,48 @@
 //! redis-rs clients for a parsed DSN: address, database, credentials, and TLS (rustls, with the
-//! DSN's CA file when it names one). A Sentinel DSN has a client per sentinel, and one for each
-//! primary they name (`sentinel.rs`); a cluster DSN a client per node, made as nodes are named
-//! (`cluster.rs`).
+//! DSN's CA file when it names one), and connections opened with every step bounded. A Sentinel
+//! DSN has a client per sentinel, and one for each primary they name (`sentinel.rs`); a cluster
+//! DSN a client per node, made as nodes are named (`native/router.rs`).
+
+use std::path::Path;
+use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 
-use crate::store::redis::dsn::{Dsn, Endpoint};
-use crate::store::redis::sentinel::{self, Bounds, Discovery};
+use crate::store::redis::dsn::Dsn;
 use crate::Error;
+
+/// How long each step of connecting may wait: the connect and read timeouts, each capped by the
+/// deadline.
+pub struct Bounds<'a> {
+    pub connect: Duration,
+    pub read: Duration,
+    pub capped: &'a dyn Fn(Duration) -> Duration,
+    pub describe: &'a dyn Fn(&redis::RedisError) -> String,
+}
+
+/// A connection to `client`'s server, its connect and reads bounded (capped by the deadline).
+pub fn open(client: &redis::Client, bounds: &Bounds<'_>) -> redis::RedisResult<redis::Connection> {
+    let connection = client.get_connection_with_timeout((bounds.capped)(bounds.connect))?;
+    let read = Some((bounds.capped)(bounds.read));
+    connection.set_read_timeout(read)?;
+    connection.set_write_timeout(read)?;
+    Ok(connection)
+}
+
+/// `connection` with its socket timeouts set to the DSN's `read` timeout, not capped by the
+/// deadline of the call that opened it: the connection outlives that call.
+pub fn keep_open(
+    connection: redis::Connection,
+    read: Duration,
+) -> redis::RedisResult<redis::Connection> {
+    connection.set_read_timeout(Some(read))?;
+    connection.set_write_timeout(Some(read))?;
+    Ok(connection)
+}
 
 /// The PEM certificates of `path`, checked here so that a CA file that cannot serve is told at
 /// once, by name, rather than as a failed connection later.
-fn read_ca_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+fn read_ca_file(path: &Path) -> Result<Vec<u8>, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let shown = path.display();
@@ -43,102 +74,8 @@ fn install_tls_provider() {
     });
 }
 
-/// How a transport reaches its server.
-pub(super) enum Connector {
-    /// One address.
-    Direct(redis::Client),
-    /// Whatever primary the sentinels name at the time of connecting.
-    Sentinel(Discovery),
-    /// The nodes of a Redis Cluster, each connected as it is named (seeds, `CLUSTER SLOTS`,
-    /// redirects): every one with the DSN's credentials and TLS.
-    Cluster(ClientFactory),
-}
-
-impl Connector {
-    /// The connector for `dsn`. Connects nothing yet.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an address redis-rs refuses or an unreadable CA file.
-    pub(super) fn for_dsn(dsn: &Dsn) -> crate::Result<Self> {
-        let invalid = |why: String| Error::InvalidArgument {
-            message: format!("Invalid Redis DSN for {}: {why}.", dsn.redacted()),
-        };
-        let root_cert = match &dsn.ca_file {
-            None => None,
-            Some(ca_file) => Some(read_ca_file(ca_file).map_err(invalid)?),
-        };
-        let mut primary = RedisConnectionInfo::default()
-            .set_db(dsn.db)
-            .set_skip_set_lib_name();
-        if let Some(user) = &dsn.username {
-            primary = primary.set_username(user);
-        }
-        if let Some(password) = &dsn.password {
-            primary = primary.set_password(password);
-        }
-        let factory = ClientFactory {
-            primary,
-            tls: dsn.endpoint.tls(),
-            root_cert,
-        };
-        let opened = match &dsn.endpoint {
-            Endpoint::Tcp { host, port, .. } => {
-                factory.primary_at(host, *port).map(Connector::Direct)
-            }
-            Endpoint::Unix(path) => factory
-                .open(ConnectionAddr::Unix(path.clone()), factory.primary.clone())
-                .map(Connector::Direct),
-            Endpoint::Sentinel(sentinels) => {
-                Discovery::new(sentinels, factory).map(Connector::Sentinel)
-            }
-            Endpoint::Cluster { .. } => Ok(Connector::Cluster(factory)),
-        };
-        opened.map_err(|e| invalid(e.to_string()))
-    }
-}
-
-/// Why no connection was made.
-pub(super) enum ConnectError {
-    Redis(redis::RedisError),
-    /// No sentinel led to a primary (each one's reason).
-    NoPrimary(String),
-}
-
-impl Connector {
-    /// A new connection to the server (for a cluster, to the cluster `node`), its socket
-    /// timeouts then set to the DSN's read timeout (not capped by the deadline: the connection
-    /// outlives this call).
-    pub(super) fn connect(
-        &self,
-        node: Option<&(String, u16)>,
-        bounds: &Bounds<'_>,
-    ) -> Result<redis::Connection, ConnectError> {
-        let connection = match (self, node) {
-            (Connector::Direct(client), _) => {
-                sentinel::open(client, bounds).map_err(ConnectError::Redis)
-            }
-            (Connector::Sentinel(discovery), _) => {
-                discovery.connect(bounds).map_err(ConnectError::NoPrimary)
-            }
-            (Connector::Cluster(factory), Some((host, port))) => factory
-                .primary_at(host, *port)
-                .and_then(|client| sentinel::open(&client, bounds))
-                .map_err(ConnectError::Redis),
-            (Connector::Cluster(_), None) => Err(ConnectError::NoPrimary(
-                "no cluster node serves this key".to_owned(),
-            )),
-        }?;
-        let read = Some(bounds.read);
-        connection
-            .set_read_timeout(read)
-            .and_then(|()| connection.set_write_timeout(read))
-            .map_err(ConnectError::Redis)?;
-        Ok(connection)
-    }
-}
-
 /// Makes the clients of one DSN: every server it reaches gets the same TLS settings.
-pub(super) struct ClientFactory {
+pub struct ClientFactory {
     /// The primary's database and credentials.
     primary: RedisConnectionInfo,
     tls: bool,
@@ -147,13 +84,46 @@ pub(super) struct ClientFactory {
 }
 
 impl ClientFactory {
+    /// The factory for `dsn`'s servers. Connects nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a CA file that cannot serve.
+    pub fn for_dsn(dsn: &Dsn) -> crate::Result<Self> {
+        let connection = &dsn.connection;
+        let root_cert = match &connection.ca_file {
+            None => None,
+            Some(ca_file) => Some(read_ca_file(ca_file).map_err(|why| Error::InvalidArgument {
+                message: format!("Invalid Redis DSN for {}: {why}.", dsn.redacted()),
+            })?),
+        };
+        let mut primary = RedisConnectionInfo::default()
+            .set_db(connection.db)
+            .set_skip_set_lib_name();
+        if let Some(user) = &connection.username {
+            primary = primary.set_username(user);
+        }
+        if let Some(password) = &connection.password {
+            primary = primary.set_password(password);
+        }
+        Ok(ClientFactory {
+            primary,
+            tls: connection.endpoint.tls(),
+            root_cert,
+        })
+    }
+
+    /// A client for the server at the unix socket `path`.
+    pub fn primary_at_socket(&self, path: &Path) -> redis::RedisResult<redis::Client> {
+        self.open(ConnectionAddr::Unix(path.to_owned()), self.primary.clone())
+    }
+
     /// A client for the primary (or the one server) at `host:port`.
-    pub(super) fn primary_at(&self, host: &str, port: u16) -> redis::RedisResult<redis::Client> {
+    pub fn primary_at(&self, host: &str, port: u16) -> redis::RedisResult<redis::Client> {
         self.open(self.tcp(host, port), self.primary.clone())
     }
 
     /// A client for a sentinel at `host:port`, with the sentinels' own credentials.
-    pub(super) fn sentinel_at(
+    pub fn sentinel_at(
         &self,
         host: &str,
         port: u16,

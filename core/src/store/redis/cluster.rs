@@ -3,7 +3,7 @@
 //! key is being moved, ask that node once).
 //!
 //! The routing is ours and the connections are the same bounded single-server connections as
-//! everywhere else (`native.rs` keeps one per node), not redis-rs's `ClusterConnection`: its
+//! everywhere else (`native/router.rs` keeps one per node), not redis-rs's `ClusterConnection`: its
 //! blocking client retries a command that timed out, immediately and up to its retry count, so
 //! one call could outlast a deadline several times over, and it sends `WAIT` to every primary,
 //! where an acknowledgement must be asked on the connection that wrote the lock. redis-rs still

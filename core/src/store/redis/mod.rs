@@ -6,13 +6,12 @@
 //! - `keys.rs`: the names of Deadbolt's own keys beside a lock key;
 //! - `scripts.rs` and `scripts/*.lua`: the scripts;
 //! - `wait.rs`: the one wait loop;
-//! - `transport.rs`: what a connection must do, and its errors; `native.rs` is ours (by DSN,
-//!   `dsn.rs`, through the redis-rs client of `client.rs`; a Redis Cluster routed by `cluster.rs`),
-//!   the extension lends PHP's clients.
+//! - `transport.rs`: what a connection must do, and its errors; `native/` is ours (by DSN,
+//!   `dsn/`, through the redis-rs clients of `client.rs`; a Redis Cluster routed by
+//!   `native/router.rs` with `cluster.rs`'s slot map), the extension lends PHP's clients.
 
 mod client;
 mod cluster;
-pub mod connections;
 pub mod dsn;
 mod eviction;
 mod keys;

@@ -9,9 +9,8 @@
 //! caller's deadline).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use crate::store::redis::client::ClientFactory;
+use crate::store::redis::client::{open, Bounds, ClientFactory};
 use crate::store::redis::dsn::{host_port, Sentinels};
 use crate::store::redis::wording::{node_name, quoted};
 
@@ -25,16 +24,8 @@ pub struct Discovery {
     first: AtomicUsize,
 }
 
-/// How long each step may wait: the connect and read timeouts, each capped by the deadline.
-pub struct Bounds<'a> {
-    pub connect: Duration,
-    pub read: Duration,
-    pub capped: &'a dyn Fn(Duration) -> Duration,
-    pub describe: &'a dyn Fn(&redis::RedisError) -> String,
-}
-
 impl Discovery {
-    pub(super) fn new(sentinels: &Sentinels, factory: ClientFactory) -> redis::RedisResult<Self> {
+    pub fn new(sentinels: &Sentinels, factory: ClientFactory) -> redis::RedisResult<Self> {
         let clients = sentinels
             .nodes
             .iter()
@@ -115,16 +106,4 @@ impl Discovery {
             _ => Err("gave no role".to_owned()),
         }
     }
-}
-
-/// A connection to `client`'s server, its connect and reads bounded (capped by the deadline).
-pub(super) fn open(
-    client: &redis::Client,
-    bounds: &Bounds<'_>,
-) -> redis::RedisResult<redis::Connection> {
-    let connection = client.get_connection_with_timeout((bounds.capped)(bounds.connect))?;
-    let read = Some((bounds.capped)(bounds.read));
-    connection.set_read_timeout(read)?;
-    connection.set_write_timeout(read)?;
-    Ok(connection)
 }

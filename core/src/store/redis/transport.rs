@@ -1,5 +1,5 @@
 //! What the Redis store needs from a connection: run a lock script, and wait on a list (BLPOP).
-//! The native connection (`native.rs`) implements it here; the extension implements it over PHP's
+//! The native connection (`native/`) implements it here; the extension implements it over PHP's
 //! `\Redis`, `\RedisCluster` and Predis objects, so an app can lend the connection it already has.
 
 use std::time::Duration;

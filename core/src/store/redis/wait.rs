@@ -203,6 +203,16 @@ impl<T: Transport> Drop for DeadlineGuard<'_, T> {
     }
 }
 
+/// One wait's state between its rounds.
+struct Waiting {
+    queue: WaitKeys,
+    deadline: Option<Instant>,
+    /// The holder's remaining time, as the last refusal told it.
+    hint: Option<Duration>,
+    /// Whether the server answered any attempt of this wait.
+    answered: bool,
+}
+
 impl<T: Transport> BlockingStore for RedisStore<T> {
     fn wait(
         &self,
@@ -213,89 +223,121 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
         report: &mut WaitReport,
     ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
-        let queue = WaitKeys::new(key.resource(), key.token()?.as_str());
+        let mut waiting = Waiting {
+            queue: WaitKeys::new(key.resource(), key.token()?.as_str()),
+            deadline,
+            hint: None,
+            answered: false,
+        };
         let _bounded = DeadlineGuard::new(&self.transport, deadline);
-        // The holder's remaining time, as the last refusal told it.
-        let mut hint = None::<Duration>;
-        // Whether the server answered any attempt of this wait.
-        let mut answered = false;
         let mut rounds = 0u64;
         loop {
             // The host's turn after every pause (a signal handler); when it says stop, the
             // waiter leaves the queue as at a deadline.
             if rounds > 0 && crate::interrupt::requested() {
                 report.interrupted = true;
-                self.leave(key, &queue);
+                self.leave(key, &waiting.queue);
                 return Ok(false);
             }
             rounds += 1;
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
-                return self.last_attempt(key, mode, ttl, &queue, answered);
+                return self.last_attempt(key, mode, ttl, &waiting.queue, waiting.answered);
             }
-            let pause = [Some(SIGNAL_POLL_CAP), hint, left]
+            let pause = [Some(SIGNAL_POLL_CAP), waiting.hint, left]
                 .into_iter()
                 .flatten()
                 .min()
                 .unwrap_or(SIGNAL_POLL_CAP)
                 .max(Duration::from_millis(1));
-            let round = match self.round(key, mode, ttl, &queue, pause) {
-                // Redis restarted and is loading its data: the lock may well be held there; wait
-                // as for a holder that does not hand over, and ask again.
-                Err(e) if is_loading(&e) => {
-                    std::thread::sleep(pause);
-                    report.polls += 1;
-                    continue;
-                }
-                // No answer in time (a paused or busy server): a wait with a deadline rides it
-                // out on a new connection until the deadline, which bounds every socket wait.
-                Err(e) if is_timed_out(&e) && deadline.is_some() => {
-                    report.polls += 1;
-                    continue;
-                }
-                // Any other failure (or the host interrupting a client's call) ends the wait: the
-                // waiter leaves the queue, so no release hands the lock to it.
-                Err(e) => {
-                    self.leave(key, &queue);
-                    return Err(e);
-                }
-                Ok(round) => round,
-            };
-            answered = true;
-            match round {
-                Round::Got { handed_over } => {
-                    report.wakeups += u64::from(handed_over);
-                    return Ok(true);
-                }
-                Round::Held(holder_left) => {
-                    report.polls += 1;
-                    hint = holder_left;
-                }
-                Round::Soon(holder_left) => {
-                    // The holder expires before the pause would have ended: wait that long only.
-                    let asked = Instant::now();
-                    let pause = holder_left.unwrap_or(pause).min(pause);
-                    let signal = match self.wait_for_signal(&queue.grant, pause) {
-                        Err(e) if is_timed_out(&e) && deadline.is_some() => {
-                            report.polls += 1;
-                            hint = None;
-                            continue;
-                        }
-                        Err(e) => {
-                            self.leave(key, &queue);
-                            return Err(e);
-                        }
-                        Ok(signal) => signal,
-                    };
-                    if signal == Some(Signal::Granted) {
-                        report.wakeups += 1;
-                        self.accept_hand_over(key, ttl, asked, &queue)?;
-                        return Ok(true);
-                    }
-                    report.polls += 1;
-                    hint = None;
-                }
+            if let Some(got) = self.next_round(key, (mode, ttl), &mut waiting, pause, report)? {
+                return Ok(got);
             }
         }
+    }
+}
+
+impl<T: Transport> RedisStore<T> {
+    /// One round of a wait and what it means: `Some(true)` when the lock is ours, `None` to go on.
+    fn next_round(
+        &self,
+        key: &mut Key,
+        (mode, ttl): (Mode, Ttl),
+        waiting: &mut Waiting,
+        pause: Duration,
+        report: &mut WaitReport,
+    ) -> Result<Option<bool>> {
+        let round = match self.round(key, mode, ttl, &waiting.queue, pause) {
+            // Redis restarted and is loading its data: the lock may well be held there; wait as
+            // for a holder that does not hand over, and ask again.
+            Err(e) if is_loading(&e) => {
+                std::thread::sleep(pause);
+                report.polls += 1;
+                return Ok(None);
+            }
+            Err(e) => return self.failed(key, waiting, e, report),
+            Ok(round) => round,
+        };
+        waiting.answered = true;
+        match round {
+            Round::Got { handed_over } => {
+                report.wakeups += u64::from(handed_over);
+                Ok(Some(true))
+            }
+            Round::Held(holder_left) => {
+                report.polls += 1;
+                waiting.hint = holder_left;
+                Ok(None)
+            }
+            Round::Soon(holder_left) => {
+                waiting.hint = None;
+                // The holder expires before the pause would have ended: wait that long only.
+                let pause = holder_left.unwrap_or(pause).min(pause);
+                self.until_holder_expires(key, ttl, waiting, pause, report)
+            }
+        }
+    }
+
+    /// Waits up to `pause` (the holder's remaining time) for a hand-over: `Some(true)` when one
+    /// came, `None` to try again.
+    fn until_holder_expires(
+        &self,
+        key: &mut Key,
+        ttl: Ttl,
+        waiting: &Waiting,
+        pause: Duration,
+        report: &mut WaitReport,
+    ) -> Result<Option<bool>> {
+        let asked = Instant::now();
+        let signal = match self.wait_for_signal(&waiting.queue.grant, pause) {
+            Err(e) => return self.failed(key, waiting, e, report),
+            Ok(signal) => signal,
+        };
+        if signal == Some(Signal::Granted) {
+            report.wakeups += 1;
+            self.accept_hand_over(key, ttl, asked, &waiting.queue)?;
+            return Ok(Some(true));
+        }
+        report.polls += 1;
+        Ok(None)
+    }
+
+    /// A call of the wait failed. No answer in time (a paused or busy server): a wait with a
+    /// deadline rides it out on a new connection until the deadline, which bounds every socket
+    /// wait (`None`: go on). Any other failure (or the host interrupting a client's call) ends
+    /// the wait: the waiter leaves the queue, so no release hands the lock to it.
+    fn failed(
+        &self,
+        key: &mut Key,
+        waiting: &Waiting,
+        e: Error,
+        report: &mut WaitReport,
+    ) -> Result<Option<bool>> {
+        if is_timed_out(&e) && waiting.deadline.is_some() {
+            report.polls += 1;
+            return Ok(None);
+        }
+        self.leave(key, &waiting.queue);
+        Err(e)
     }
 }

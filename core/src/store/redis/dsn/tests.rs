@@ -1,6 +1,8 @@
-//! Tests of dsn.rs.
+//! Tests of the DSN module.
 use super::*;
+use crate::{Error, Result};
 use proptest::prelude::*;
+use std::path::PathBuf;
 
 fn parse(text: &str) -> Result<Dsn> {
     Dsn::parse_with_env(text, |name| {
@@ -13,25 +15,26 @@ fn parses_host_port_db_and_credentials() {
     let dsn =
         parse("redis://app:p%40ss@cache.internal:6380/3?timeout=0.5&read_timeout=1.5").unwrap();
     assert!(
-        matches!(&dsn.endpoint, Endpoint::Tcp { host, port: 6380, tls: false } if host == "cache.internal")
+        matches!(&dsn.connection.endpoint, Endpoint::Tcp { host, port: 6380, tls: false } if host == "cache.internal")
     );
-    assert_eq!(dsn.db, 3);
-    assert_eq!(dsn.username.as_deref(), Some("app"));
-    assert_eq!(dsn.password.as_deref(), Some("p@ss"));
-    assert_eq!(dsn.connect_timeout, Duration::from_millis(500));
-    assert_eq!(dsn.read_timeout, Duration::from_millis(1500));
+    assert_eq!(dsn.connection.db, 3);
+    assert_eq!(dsn.connection.username.as_deref(), Some("app"));
+    assert_eq!(dsn.connection.password.as_deref(), Some("p@ss"));
+    assert_eq!(dsn.connection.connect_timeout, Duration::from_millis(500));
+    assert_eq!(dsn.connection.read_timeout, Duration::from_millis(1500));
 }
 
 #[test]
 fn release_is_sync_unless_deferred_and_shares_the_connection() {
-    assert!(!parse("redis://localhost").unwrap().deferred_release);
+    assert!(!parse("redis://localhost").unwrap().store.deferred_release);
     assert!(
         !parse("redis://localhost?release=sync")
             .unwrap()
+            .store
             .deferred_release
     );
     let deferred = parse("redis://localhost?release=deferred").unwrap();
-    assert!(deferred.deferred_release);
+    assert!(deferred.store.deferred_release);
     assert_eq!(
         deferred.connection_identity(),
         parse("redis://localhost").unwrap().connection_identity()
@@ -48,9 +51,12 @@ fn release_is_sync_unless_deferred_and_shares_the_connection() {
 #[test]
 fn defaults_port_db_and_timeouts() {
     let dsn = parse("redis://localhost").unwrap();
-    assert!(matches!(dsn.endpoint, Endpoint::Tcp { port: 6379, .. }));
-    assert_eq!(dsn.db, 0);
-    assert_eq!(dsn.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+    assert!(matches!(
+        dsn.connection.endpoint,
+        Endpoint::Tcp { port: 6379, .. }
+    ));
+    assert_eq!(dsn.connection.db, 0);
+    assert_eq!(dsn.connection.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
 }
 
 #[test]
@@ -83,18 +89,21 @@ fn a_connection_is_what_the_dsn_resolves_to_not_its_text() {
 fn parses_unix_sockets_and_tls() {
     let dsn = parse("redis:///var/run/redis/redis.sock?db=2").unwrap();
     assert!(
-        matches!(&dsn.endpoint, Endpoint::Unix(p) if p == &PathBuf::from("/var/run/redis/redis.sock"))
+        matches!(&dsn.connection.endpoint, Endpoint::Unix(p) if p == &PathBuf::from("/var/run/redis/redis.sock"))
     );
-    assert_eq!(dsn.db, 2);
+    assert_eq!(dsn.connection.db, 2);
     let dsn = parse("rediss://h:6390?ca_file=/etc/ca.pem").unwrap();
-    assert!(matches!(dsn.endpoint, Endpoint::Tcp { tls: true, .. }));
-    assert_eq!(dsn.ca_file, Some(PathBuf::from("/etc/ca.pem")));
+    assert!(matches!(
+        dsn.connection.endpoint,
+        Endpoint::Tcp { tls: true, .. }
+    ));
+    assert_eq!(dsn.connection.ca_file, Some(PathBuf::from("/etc/ca.pem")));
 }
 
 #[test]
 fn takes_the_password_from_the_named_environment_variable() {
     let dsn = parse("redis://h?password_env=LOCK_PW").unwrap();
-    assert_eq!(dsn.password.as_deref(), Some("s3cret"));
+    assert_eq!(dsn.connection.password.as_deref(), Some("s3cret"));
     let err = parse("redis://h?password_env=MISSING")
         .unwrap_err()
         .to_string();
@@ -161,9 +170,12 @@ proptest! {
 #[test]
 fn replicas_are_asked_for_by_count_or_share_with_a_timeout_of_their_own() {
     use super::super::replicas::{ReplicaAck, Wanted};
-    assert_eq!(parse("redis://localhost").unwrap().replicas, None);
+    assert_eq!(parse("redis://localhost").unwrap().store.replicas, None);
     assert_eq!(
-        parse("redis://localhost?replicas=2").unwrap().replicas,
+        parse("redis://localhost?replicas=2")
+            .unwrap()
+            .store
+            .replicas,
         Some(ReplicaAck {
             wanted: Wanted::Count(2),
             timeout: Duration::from_secs(1)
@@ -171,7 +183,7 @@ fn replicas_are_asked_for_by_count_or_share_with_a_timeout_of_their_own() {
     );
     let majority = parse("redis://localhost?replicas_timeout=0.25&replicas=majority").unwrap();
     assert_eq!(
-        majority.replicas,
+        majority.store.replicas,
         Some(ReplicaAck {
             wanted: Wanted::Majority,
             timeout: Duration::from_millis(250)
@@ -195,7 +207,7 @@ fn replicas_are_asked_for_by_count_or_share_with_a_timeout_of_their_own() {
 }
 
 fn sentinels(dsn: &Dsn) -> &Sentinels {
-    match &dsn.endpoint {
+    match &dsn.connection.endpoint {
         Endpoint::Sentinel(sentinels) => sentinels,
         _ => panic!("not a sentinel DSN"),
     }
@@ -216,7 +228,7 @@ fn reads_symfonys_sentinel_forms() {
         ]
     );
     assert_eq!(sentinels(&listed).service, "mymaster");
-    assert_eq!(listed.db, 2);
+    assert_eq!(listed.connection.db, 2);
     assert_eq!(
         listed.redacted(),
         "redis:?host[s1:26379]&host[[::1]:26380]&host[s3:6379]&redis_sentinel=mymaster&db=2"
@@ -229,11 +241,11 @@ fn reads_symfonys_sentinel_forms() {
     assert!(found.tls);
     assert_eq!(found.password.as_deref(), Some("s3cret"));
     assert_eq!(
-        authority.password.as_deref(),
+        authority.connection.password.as_deref(),
         Some("pw"),
         "the primary's own"
     );
-    assert_eq!(authority.db, 4);
+    assert_eq!(authority.connection.db, 4);
     assert!(!authority.redacted().contains("s3cret") && !authority.redacted().contains("pw"));
 }
 
@@ -254,8 +266,10 @@ fn a_sentinel_service_is_its_own_connection() {
 #[test]
 fn one_listed_host_without_sentinel_is_a_plain_server() {
     let dsn = parse("redis:?host[cache:6380]&db=1").unwrap();
-    assert!(matches!(&dsn.endpoint, Endpoint::Tcp { host, port: 6380, .. } if host == "cache"));
-    assert_eq!(dsn.db, 1);
+    assert!(
+        matches!(&dsn.connection.endpoint, Endpoint::Tcp { host, port: 6380, .. } if host == "cache")
+    );
+    assert_eq!(dsn.connection.db, 1);
 }
 
 #[test]
@@ -293,7 +307,7 @@ fn refuses_what_sentinel_cannot_mean() {
 }
 
 fn seeds(dsn: &Dsn) -> Vec<(String, u16)> {
-    match &dsn.endpoint {
+    match &dsn.connection.endpoint {
         Endpoint::Cluster { seeds, .. } => seeds.clone(),
         _ => panic!("not a cluster DSN"),
     }
@@ -311,14 +325,14 @@ fn reads_symfonys_cluster_forms_and_several_hosts_as_seed_nodes() {
     ] {
         let dsn = parse(text).unwrap();
         assert_eq!(seeds(&dsn), wanted, "{text}");
-        assert_eq!(dsn.db, 0);
+        assert_eq!(dsn.connection.db, 0);
     }
     let one = parse("rediss://u:secret@a:7000?redis_cluster=1&password_env=").unwrap_err();
     assert!(!one.to_string().contains("secret"));
     let tls = parse("rediss://u:pw@a:7000?redis_cluster=1&replicas=1").unwrap();
-    assert!(tls.endpoint.tls());
+    assert!(tls.connection.endpoint.tls());
     assert_eq!(seeds(&tls), vec![("a".to_owned(), 7000)]);
-    assert!(tls.replicas.is_some());
+    assert!(tls.store.replicas.is_some());
     assert_eq!(tls.redacted(), "rediss:?host[a:7000]&redis_cluster=1");
     assert!(!format!("{tls:?}").contains("pw"));
 }
