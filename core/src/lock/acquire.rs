@@ -9,7 +9,7 @@ use crate::event::{messages, Event, EventSink, Level};
 use crate::metrics::{self, Counter, Timing};
 use crate::refresher;
 use crate::store::{self, Mode, WaitReport};
-use crate::{Error, Result};
+use crate::{Error, Key, Result};
 
 impl Lock {
     /// Takes the lock in `mode`. `Wait::No`: `Ok(false)` when someone else holds it. Otherwise
@@ -59,53 +59,70 @@ impl Lock {
         let saved = match wait {
             Wait::No => store.save(&mut key, mode, ttl).map(|()| true),
             Wait::Forever => store::wait(store.as_ref(), &mut key, mode, ttl, None, &mut report),
-            Wait::Until(deadline) => store::wait(
-                store.as_ref(),
-                &mut key,
-                mode,
-                ttl,
-                Some(deadline),
-                &mut report,
-            ),
+            Wait::Until(deadline) => {
+                let deadline = Some(deadline);
+                store::wait(store.as_ref(), &mut key, mode, ttl, deadline, &mut report)
+            }
         };
         metrics::count(Counter::Wakeups, report.wakeups);
         metrics::count(Counter::Polls, report.polls);
+        let outcome = match saved {
+            Ok(true) => self.taken(&mut key, (mode, expires), started, sink),
+            other => other,
+        };
+        self.settled(outcome, (wait, report.interrupted), started, &key, sink)
+    }
+
+    /// The store saved the key: the lock's TTL set where the save did not, and checked unexpired.
+    fn taken(
+        &mut self,
+        key: &mut Key,
+        (mode, expires): (Mode, bool),
+        started: Instant,
+        sink: &mut dyn EventSink,
+    ) -> Result<bool> {
+        self.dirty = true;
         let acquired_message = match mode {
             Mode::Exclusive => messages::ACQUIRED,
             Mode::Shared => messages::ACQUIRED_READ,
         };
-        let outcome = saved.and_then(|taken| {
-            if !taken {
-                return Ok(false);
-            }
-            self.dirty = true;
-            sink.emit(Event::new(Level::Debug, acquired_message).waited(started.elapsed()));
-            match self.ttl {
-                // Saved with the TTL already: report it as symfony/lock's refresh would.
-                Some(ttl) if expires => sink.emit(refreshed(ttl)),
-                Some(ttl) => self.refresh_key(&mut key, ttl, sink)?,
-                None => {}
-            }
-            if key.is_expired() {
-                self.dirty = false;
-                return Err(store::expired_on_save(store.as_ref(), &mut key));
-            }
-            Ok(true)
-        });
+        sink.emit(Event::new(Level::Debug, acquired_message).waited(started.elapsed()));
+        match self.ttl {
+            // Saved with the TTL already: report it as symfony/lock's refresh would.
+            Some(ttl) if expires => sink.emit(refreshed(ttl)),
+            Some(ttl) => self.refresh_key(key, ttl, sink)?,
+            None => {}
+        }
+        if key.is_expired() {
+            self.dirty = false;
+            return Err(store::expired_on_save(self.store().as_ref(), key));
+        }
+        Ok(true)
+    }
+
+    /// The acquire's outcome as its caller sees it, each with its event: not taken, a conflict
+    /// (not an error when not waiting), or the store's failure wrapped once.
+    fn settled(
+        &mut self,
+        outcome: Result<bool>,
+        (wait, interrupted): (Wait, bool),
+        started: Instant,
+        key: &Key,
+        sink: &mut dyn EventSink,
+    ) -> Result<bool> {
         match outcome {
             Ok(true) => Ok(true),
             Ok(false) => {
                 // Only a deadline (or the host's interrupt) ends a wait with false.
                 self.dirty = false;
-                let waited = started.elapsed();
                 let event = match wait {
-                    Wait::Until(deadline) if !report.interrupted => {
+                    Wait::Until(deadline) if !interrupted => {
                         Event::new(Level::Info, messages::TIMED_OUT)
                             .allowed(deadline.saturating_duration_since(started))
                     }
                     _ => Event::new(Level::Info, messages::CONFLICT),
                 };
-                sink.emit(event.waited(waited));
+                sink.emit(event.waited(started.elapsed()));
                 Ok(false)
             }
             Err(e) if e.is_conflict() => {
@@ -124,7 +141,7 @@ impl Lock {
                     message: format!(
                         "Failed to acquire the \"{}\" lock on {}.",
                         key.display_resource(),
-                        store.name()
+                        self.store().name()
                     ),
                     source: Box::new(e),
                 };
