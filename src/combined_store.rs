@@ -7,16 +7,18 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::{CombinedStore, Store, StoreRef, Strategy};
+use deadbolt_core::{CombinedStore, Member, Store, StoreRef, Strategy};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::types::{ZendClassObject, ZendHashTable, Zval};
 use ext_php_rs::zend::ClassEntry;
 
-use crate::error_map::{to_php, type_error};
+use crate::error_map::{invalid_argument, to_php, type_error};
 use crate::key::PhpKey;
-use crate::store_arg::member_arg;
+use crate::redis_store::PhpRedisStore;
 use crate::store_contract::{store_class_methods, Contract};
+use crate::stores::{PhpFlockStore, PhpInMemoryStore};
+use crate::user_store::UserStore;
 
 #[php_class]
 #[php(name = "Deadbolt\\Store\\CombinedStore")]
@@ -177,4 +179,35 @@ impl crate::zend_object::DebugInfo for PhpCombinedStore {
         // The members' names: redacted endpoints, never a user or a password.
         let _ = table.insert("store", self.engine().name());
     }
+}
+
+/// A member of a combined store: where it may be called, and whether it calls PHP (then so does
+/// the combined store). A value that is no store is symfony/lock's InvalidArgumentException.
+fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
+    let given = crate::args::debug_type(value);
+    let not_a_store = || {
+        invalid_argument(format!(
+            "The store must implement \"{}\". Got \"{given}\".",
+            crate::user_store::INTERFACE
+        ))
+    };
+    let object = value.object_mut().ok_or_else(not_a_store)?;
+    if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
+        return Ok((Member::Anywhere(flock.inner.clone()), false));
+    }
+    if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
+        return Ok((Member::Anywhere(memory.inner.clone()), false));
+    }
+    if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
+        return Ok(redis.member());
+    }
+    let store = match ZendClassObject::<PhpCombinedStore>::from_zend_obj(object) {
+        Some(combined) => combined.store_ref(),
+        // It calls PHP: never from Drop (the Lock's end-of-request path releases it).
+        None => StoreRef::Lent(Rc::new(UserStore::of(object).ok_or_else(not_a_store)?)),
+    };
+    Ok(match store {
+        StoreRef::Owned(store) => (Member::Here(store), false),
+        StoreRef::Lent(store) => (Member::Here(store), true),
+    })
 }

@@ -10,37 +10,16 @@
 //! reporting one only leaves a cycle uncollected. So a value behind a shared `Rc` is reported
 //! only by its sole holder, and a value that cannot be read right now (borrowed) is not reported.
 
-use std::rc::Rc;
-
-use deadbolt_core::{Store, StoreRef};
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::ffi::{
     ext_php_rs_executor_globals, zend_array, zend_get_gc_buffer, zend_object, zval,
 };
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
-use crate::user_store::UserStore;
-
 /// A class whose objects hold PHP values.
 pub trait GcChildren {
     /// Reports each value this object holds one counted reference to (see the module).
     fn gc_children(&self, report: &mut dyn FnMut(&Zval));
-}
-
-/// The values a store holds when `owner` is its sole holder: the object and Keys of a store
-/// written in PHP. Other stores hold no PHP value a cycle could pass through.
-pub fn store_children(store: &StoreRef, report: &mut dyn FnMut(&Zval)) {
-    let (StoreRef::Owned(store) | StoreRef::Lent(store)) = store;
-    if Rc::strong_count(store) != 1 {
-        return;
-    }
-    let store: &dyn Store = store.as_ref();
-    if let Some(user) = store
-        .as_any()
-        .and_then(|any| any.downcast_ref::<UserStore>())
-    {
-        user.gc_children(report);
-    }
 }
 
 extern "C" {

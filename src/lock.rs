@@ -311,7 +311,7 @@ impl crate::gc::GcChildren for PhpLock {
             report(logger);
         }
         if let Ok(lock) = self.inner.try_borrow() {
-            crate::gc::store_children(lock.store_ref(), report);
+            crate::user_store::store_children(lock.store_ref(), report);
         }
     }
 }

@@ -184,6 +184,6 @@ impl crate::gc::GcChildren for PhpLockFactory {
         if let Some(logger) = &self.logger {
             report(logger);
         }
-        crate::gc::store_children(&self.store, report);
+        crate::user_store::store_children(&self.store, report);
     }
 }

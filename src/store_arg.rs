@@ -2,12 +2,12 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::{Member, StoreRef};
+use deadbolt_core::StoreRef;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
+use ext_php_rs::types::{ZendClassObject, ZendObject};
 
 use crate::combined_store::PhpCombinedStore;
-use crate::error_map::{invalid_argument, type_error};
+use crate::error_map::type_error;
 use crate::redis_store::PhpRedisStore;
 use crate::stores::{PhpFlockStore, PhpInMemoryStore};
 use crate::user_store::UserStore;
@@ -28,33 +28,6 @@ pub fn engine_store_arg(object: &mut ZendObject, argument: &str) -> PhpResult<St
         crate::user_store::INTERFACE,
         crate::args::class_name(object)
     )))
-}
-
-/// A member of a combined store: where it may be called, and whether it calls PHP (then so does
-/// the combined store). A value that is no store is symfony/lock's InvalidArgumentException.
-pub fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
-    let given = crate::args::debug_type(value);
-    let not_a_store = || {
-        invalid_argument(format!(
-            "The store must implement \"{}\". Got \"{given}\".",
-            crate::user_store::INTERFACE
-        ))
-    };
-    let object = value.object_mut().ok_or_else(not_a_store)?;
-    if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
-        return Ok((Member::Anywhere(flock.inner.clone()), false));
-    }
-    if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
-        return Ok((Member::Anywhere(memory.inner.clone()), false));
-    }
-    if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
-        return Ok(redis.member());
-    }
-    match engine_store_arg(object, "") {
-        Ok(StoreRef::Owned(store)) => Ok((Member::Here(store), false)),
-        Ok(StoreRef::Lent(store)) => Ok((Member::Here(store), true)),
-        Err(_) => Err(not_a_store()),
-    }
 }
 
 /// The engine store behind one of Deadbolt's store classes.

@@ -17,15 +17,18 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use deadbolt_core::{
-    Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, SharedKey, Store, Ttl,
+    Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, SharedKey, Store, StoreRef,
+    Ttl,
 };
 use ext_php_rs::convert::{IntoZval, IntoZvalDyn};
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 use ext_php_rs::zend::ClassEntry;
 use parking_lot::MutexGuard;
 
+use crate::gc::GcChildren;
 use crate::key::PhpKey;
 use crate::php_call::guarded;
 use crate::zend_object::{take_pending_exception, ParkedException};
@@ -174,7 +177,7 @@ impl UserStore {
 }
 
 /// The PHP object and the Key objects it was handed, each one counted reference of this store's.
-impl crate::gc::GcChildren for UserStore {
+impl GcChildren for UserStore {
     fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
         report(&self.object);
         // Borrowed (a Key being handed over right now): not reported, which is only ever safe.
@@ -308,5 +311,21 @@ impl Store for UserStore {
 impl ExpiringStore for UserStore {
     fn extender(&self) -> Option<std::sync::Arc<dyn Extender>> {
         None
+    }
+}
+
+/// The values a store holds when `owner` is its sole holder: the object and Keys of a store
+/// written in PHP. Other stores hold no PHP value a cycle could pass through.
+pub fn store_children(store: &StoreRef, report: &mut dyn FnMut(&Zval)) {
+    let (StoreRef::Owned(store) | StoreRef::Lent(store)) = store;
+    if Rc::strong_count(store) != 1 {
+        return;
+    }
+    let store: &dyn Store = store.as_ref();
+    if let Some(user) = store
+        .as_any()
+        .and_then(|any| any.downcast_ref::<UserStore>())
+    {
+        user.gc_children(report);
     }
 }
