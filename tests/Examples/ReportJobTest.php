@@ -285,7 +285,9 @@ final class ReportJobTest extends DeadboltTestCase
     }
 
     /**
-     * A `php -d extension=DEADBOLT_SO examples/report.php` process with only PATH and `$env` in its environment.
+     * A `php -d extension=DEADBOLT_SO examples/report.php` process with only PATH, PHP's scan directory and `$env` in
+     * its environment. The scan directory is scripts/php.sh's (the system's ini files without any that loads an
+     * installed deadbolt): without it, a machine with Deadbolt installed loaded it twice in the child.
      *
      * @param array<string, string> $env
      *
@@ -296,6 +298,9 @@ final class ReportJobTest extends DeadboltTestCase
         $command = deadbolt_php_command();
         $command[] = (string) realpath(self::SCRIPT);
         $env = ['PATH' => (string) getenv('PATH'), 'REPORT_LOCK_KEY' => $this->key] + $env;
+        if (false !== getenv('PHP_INI_SCAN_DIR')) {
+            $env['PHP_INI_SCAN_DIR'] = (string) getenv('PHP_INI_SCAN_DIR');
+        }
         $process = proc_open($command, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, sys_get_temp_dir(), $env);
         if ($process === false) {
             throw new \RuntimeException('proc_open() failed for ' . implode(' ', $command));

@@ -13,6 +13,7 @@ use Deadbolt\Store\RedisStore;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\RedisServer;
+use Deadbolt\Tests\Support\ReplicatedPair;
 use PHPUnit\Framework\Attributes\DataProvider;
 
 /**
@@ -27,23 +28,9 @@ final class RedisReplicasTest extends DeadboltTestCase
 
     protected function setUp(): void
     {
-        // No 5 s pause before the first full sync (diskless replication waits for more replicas by default).
-        $this->primary = RedisServer::start(['repl-diskless-sync-delay' => '0']);
-        $this->replica = RedisServer::start();
-        $replica = $this->replica->client();
-        $replica->rawCommand('REPLICAOF', '127.0.0.1', (string) $this->primary->port);
-        $deadline = microtime(true) + 20;
-        while (!str_contains((string) $replica->rawCommand('INFO', 'replication'), 'master_link_status:up')) {
-            if (microtime(true) > $deadline) {
-                $this->fail('the replica never connected to its primary');
-            }
-            usleep(20_000);
-        }
-        // Acknowledgements flow: a write of the primary's own reaches the replica and is acknowledged (or the setup
-        // fails here, not a test below on a slow first acknowledgement).
-        $primary = $this->primary->client();
-        $primary->set('warm', '1');
-        $this->assertSame(1, $primary->rawCommand('WAIT', '1', '20000'), 'the replica never acknowledged a write');
+        $pair = ReplicatedPair::start();
+        $this->primary = $pair->primary;
+        $this->replica = $pair->replica;
         Metrics::reset();
     }
 

@@ -12,6 +12,7 @@ use Deadbolt\Store\RedisStore;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\RedisClusterServers;
 use Deadbolt\Tests\Support\RedisServer;
+use Deadbolt\Tests\Support\TestCertificates;
 
 /**
  * rediss:// against a private TLS redis-server whose certificate a private CA signed (made here with openssl):
@@ -31,21 +32,12 @@ final class RedisTlsTest extends DeadboltTestCase
 
     public static function setUpBeforeClass(): void
     {
-        $dir = sys_get_temp_dir().'/deadbolt-tls-'.bin2hex(random_bytes(6));
-        mkdir($dir, 0700);
-        self::$certificates = $dir;
-        self::makeCertificateAuthority($dir, 'ca');
-        self::makeCertificateAuthority($dir, 'other-ca');
-        self::makeServerCertificate($dir, 'server', 'ca', 'IP:127.0.0.1,DNS:localhost');
-        self::makeServerCertificate($dir, 'misnamed', 'ca', 'DNS:not-this-host.example');
+        self::$certificates = TestCertificates::make();
     }
 
     public static function tearDownAfterClass(): void
     {
-        foreach (glob(self::$certificates.'/*') ?: [] as $file) {
-            unlink($file);
-        }
-        @rmdir((string) self::$certificates);
+        TestCertificates::remove((string) self::$certificates);
         self::$certificates = null;
     }
 
@@ -237,44 +229,6 @@ final class RedisTlsTest extends DeadboltTestCase
 
     private function startServer(string $certificate): void
     {
-        $this->tlsPort = RedisServer::freePort();
-        $this->server = RedisServer::start([
-            'tls-port' => (string) $this->tlsPort,
-            'tls-cert-file' => "{$this->certs}/$certificate.crt",
-            'tls-key-file' => "{$this->certs}/$certificate.key",
-            'tls-ca-cert-file' => "{$this->certs}/ca.crt",
-            'tls-auth-clients' => 'no',
-        ]);
-    }
-
-    private static function makeCertificateAuthority(string $dir, string $name): void
-    {
-        self::openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', "/CN=Deadbolt test $name",
-            '-keyout', "$dir/$name.key", '-out', "$dir/$name.crt"]);
-    }
-
-    private static function makeServerCertificate(string $dir, string $name, string $ca, string $subjectAltName): void
-    {
-        self::openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', "/CN=$name", '-keyout', "$dir/$name.key", '-out', "$dir/$name.csr"]);
-        file_put_contents("$dir/$name.ext", "subjectAltName=$subjectAltName\n");
-        self::openssl(['x509', '-req', '-days', '2', '-in', "$dir/$name.csr", '-CA', "$dir/$ca.crt", '-CAkey', "$dir/$ca.key",
-            '-CAcreateserial', '-extfile', "$dir/$name.ext", '-out', "$dir/$name.crt"]);
-    }
-
-    /**
-     * @param list<string> $arguments
-     */
-    private static function openssl(array $arguments): void
-    {
-        $process = proc_open(array_merge(['openssl'], $arguments), [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        if (false === $process) {
-            throw new \RuntimeException('Cannot run openssl');
-        }
-        $output = stream_get_contents($pipes[1]).stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        if (0 !== proc_close($process)) {
-            throw new \RuntimeException('openssl '.implode(' ', $arguments)." failed:\n".$output);
-        }
+        [$this->server, $this->tlsPort] = TestCertificates::startServer($this->certs, $certificate);
     }
 }
