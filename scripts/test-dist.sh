@@ -16,6 +16,8 @@
 #   - PHP 8.5: the x86_64 tarball in Debian sid with experimental's php8.5-cli + php8.5-fpm only, the arm64 tarball
 #     into experimental's arm64 php8.5-cli (the cross root, under qemu)
 # make install needs make in the root: that check installs it into its fresh copy first (not a compiler).
+# Three groups run at once, each printed whole when it ends (arm64 under qemu is CPU; the others mostly wait on
+# dpkg and servers): the Debian x86_64 and /usr/local checks, the arm64 checks, the PHP 8.5 checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/roots.sh
@@ -23,21 +25,21 @@ dist=target/dist
 [ -f "$dist/SHA256SUMS" ] || { echo "test-dist: no $dist/SHA256SUMS (run make dist)" >&2; exit 1; }
 (cd "$dist" && sha256sum --quiet -c SHA256SUMS) || { echo "test-dist: SHA256SUMS does not match" >&2; exit 1; }
 export DEADBOLT_ROOT_NO_TOOLCHAIN=1
-passed=0; failed=0; failures=()
 logs=target/test-dist; rm -rf "$logs"; mkdir -p "$logs"
-check() {  # check LABEL ROOT CMD...: one scenario in a fresh copy of ROOT, its output also kept in $logs/N.log
+results=$logs/results   # one line per check: PASS|FAIL, its log, its label (appends of a line are atomic)
+: > "$results"
+# record PASS|FAIL LOG LABEL
+record() { echo "$1 $2 $3" >> "$results"; }
+check() {  # check LABEL ROOT CMD...: one scenario in a fresh copy of ROOT, its output also kept in its own log
   local label=$1 root=$2; shift 2
-  local log; log=$logs/$((passed + failed + 1)).log
+  local log; log=$(mktemp "$logs/check.XXXXXX")
   echo "== $label"
   if bash scripts/debian-root.sh run "$root" --fresh "$@" 2>&1 | tee "$log"; [ "${PIPESTATUS[0]}" = 0 ]; then
-    passed=$((passed + 1))
+    record PASS "$log" "$label"
   else
-    failed=$((failed + 1)); failures+=("$label")
-    # Repeated at the very end, where a CI log that keeps only its tail still shows why.
-    failure_tails+="--- $label (last lines of $log):"$'\n'"$(tail -10 "$log")"$'\n'
+    record FAIL "$log" "$label"
   fi
 }
-failure_tails=
 in_project() { echo "cd '$PWD' && $*"; }
 # Where the NTS build for a platform lives: the host's own in target/, Debian 13's (built in its root) in
 # target/debian13/ unless the host is Debian 13 itself.
@@ -49,77 +51,110 @@ build_dir_for() {
   fi
 }
 
-for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
-  read -r name suite phpver <<< "$platform"
-  deb=$(ls "$dist"/php"$phpver"-deadbolt_*_amd64.deb 2>/dev/null | head -1)
-  tgz=$(ls "$dist"/php_deadbolt-*_php"$phpver"-x86_64-linux-glibc-nts.tgz 2>/dev/null | head -1)
-  if [ -z "$deb" ] && [ -z "$tgz" ]; then
-    echo "test-dist: make dist made no PHP $phpver packages on this machine; no $name checks"; continue
-  fi
-  if [ -z "$deb" ] || [ -z "$tgz" ]; then
-    failed=$((failed + 1)); failures+=("$name: a PHP $phpver package is missing"); continue
-  fi
-  build_dir=$(build_dir_for "$name")
-  bash scripts/debian-root.sh ensure "$name-php" "$suite" php-cli php-fpm
-  check "$name: .deb ($(basename "$deb"))" "$name-php" \
-    bash -c "$(in_project DEADBOLT_CHECK_REDIS=1 bash scripts/package-check.sh deb "$deb")"
-  check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
-    bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
-  check "$name: make install / make uninstall" "$name-php" bash -c "apt-get install -y -qq --no-install-recommends make \
-    >/dev/null && $(in_project CARGO_TARGET_DIR="$PWD/$build_dir" bash scripts/package-check.sh make)"
+debian_x86() {
+  local platform name suite phpver deb tgz build_dir
+  for platform in "debian12 bookworm 8.2" "debian13 trixie 8.4"; do
+    read -r name suite phpver <<< "$platform"
+    deb=$(ls "$dist"/php"$phpver"-deadbolt_*_amd64.deb 2>/dev/null | head -1)
+    tgz=$(ls "$dist"/php_deadbolt-*_php"$phpver"-x86_64-linux-glibc-nts.tgz 2>/dev/null | head -1)
+    if [ -z "$deb" ] && [ -z "$tgz" ]; then
+      echo "test-dist: make dist made no PHP $phpver packages on this machine; no $name checks"; continue
+    fi
+    if [ -z "$deb" ] || [ -z "$tgz" ]; then
+      record FAIL - "$name: a PHP $phpver package is missing"; continue
+    fi
+    build_dir=$(build_dir_for "$name")
+    bash scripts/debian-root.sh ensure "$name-php" "$suite" php-cli php-fpm
+    check "$name: .deb ($(basename "$deb"))" "$name-php" \
+      bash -c "$(in_project DEADBOLT_CHECK_REDIS=1 bash scripts/package-check.sh deb "$deb")"
+    check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
+      bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
+    check "$name: make install / make uninstall" "$name-php" bash -c "apt-get install -y -qq --no-install-recommends make \
+      >/dev/null && $(in_project CARGO_TARGET_DIR="$PWD/$build_dir" bash scripts/package-check.sh make)"
+  done
+}
+
+arm64() {
+  local platform name suite phpver deb tgz
+  for platform in "debian12-arm64 bookworm 8.2" "debian13-arm64 trixie 8.4"; do
+    read -r name suite phpver <<< "$platform"
+    deb=$(ls "$dist"/php"$phpver"-deadbolt_*_arm64.deb 2>/dev/null | head -1)
+    tgz=$(ls "$dist"/php_deadbolt-*_php"$phpver"-arm64-linux-glibc-nts.tgz 2>/dev/null | head -1)
+    if [ -z "$deb" ] || [ -z "$tgz" ]; then
+      record FAIL - "$name: a PHP $phpver arm64 package is missing"; continue
+    fi
+    ensure_arm64_php_root "$name-php" "$suite"
+    check "$name: .deb ($(basename "$deb"))" "$name-php" \
+      bash -c "$(in_project DEADBOLT_CHECK_REDIS=1 bash scripts/package-check.sh deb "$deb")"
+    check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
+      bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
+    if [ "$name" = debian13-arm64 ]; then
+      check "$name: deploy/Dockerfile's RUN step (TARGETARCH=arm64)" "$name-php" \
+        bash -c "$(in_project bash scripts/package-check.sh dockerfile "$tgz")"
+    fi
+  done
+}
+
+php85() {
+  local machine tgz root
+  for machine in x86_64 arm64; do
+    tgz=$(ls "$dist"/php_deadbolt-*_php8.5-"$machine"-linux-glibc-nts.tgz 2>/dev/null | head -1)
+    [ -n "$tgz" ] || { record FAIL - "PHP 8.5 $machine: no tarball"; continue; }
+    if [ "$machine" = x86_64 ]; then root=php85-php; ensure_php85_clean_root; else root=cross; fi
+    check "PHP 8.5 $machine: PIE tarball + install.sh ($(basename "$tgz"))" "$root" \
+      bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
+  done
+}
+
+# The official images' layout, with a PHP built the way they build it; two PHPs on one machine; a ZTS PHP.
+usr_local() {
+  local nts tgz build_dir usr_local zts
+  nts=$(bash scripts/php-from-source.sh nts)
+  tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz | head -1)
+  build_dir=$(build_dir_for debian13)
+  bash scripts/debian-root.sh ensure debian13-base trixie libssl3t64
+  usr_local="tar -xzf $nts -C / && export PATH=/usr/local/bin:\$PATH"
+  check "/usr/local (php:8.4-cli layout): PIE tarball + install.sh" debian13-base \
+    bash -c "$(in_project "$usr_local && bash scripts/package-check.sh tgz $tgz")"
+  check "/usr/local (php:8.4-cli layout): deploy/Dockerfile's RUN step" debian13-base \
+    bash -c "$(in_project "$usr_local && bash scripts/package-check.sh dockerfile $tgz")"
+  check "/usr/local (php:8.4-cli layout): make install / make uninstall" debian13-base bash -c "apt-get install -y -qq \
+    --no-install-recommends make >/dev/null && $(in_project "$usr_local && CARGO_TARGET_DIR=$PWD/$build_dir \
+    bash scripts/package-check.sh make")"
+  # Two PHPs on one machine (Debian's and the /usr/local one): PHP_CONFIG picks the one to build and install for.
+  unset DEADBOLT_ROOT_NO_TOOLCHAIN
+  check "PHP_CONFIG picks the /usr/local PHP over Debian's (build, make install/uninstall)" debian13 \
+    bash -c "$(in_project "tar -xzf $nts -C / && bash scripts/php-config-check.sh")"
+  # A thread-safe PHP is refused on every way in.
+  zts=$(bash scripts/php-from-source.sh zts)
+  check "ZTS PHP refused (cargo build, phpize, install-binary.sh)" debian13 \
+    bash -c "$(in_project "tar -xzf $zts -C / && DEADBOLT_NTS_SO=$build_dir/release/libdeadbolt.so bash scripts/zts-check.sh")"
+}
+
+# The groups at once, each into its own log, printed whole as it ends.
+x86() { debian_x86; usr_local; }
+pids=() names=()
+spawn() { "$1" > "$logs/group.$1.log" 2>&1 & pids+=($!); names+=("$1"); }
+spawn arm64
+spawn php85
+spawn x86
+wait_group() { local i=$1; wait "${pids[$i]}" || record FAIL - "${names[$i]}: the group itself failed"; }
+for i in "${!pids[@]}"; do
+  wait_group "$i"
+  echo "==== test-dist: ${names[$i]}"
+  cat "$logs/group.${names[$i]}.log"
 done
-# arm64: the same packages for arm64, in arm64 roots with PHP only (run under qemu).
-for platform in "debian12-arm64 bookworm 8.2" "debian13-arm64 trixie 8.4"; do
-  read -r name suite phpver <<< "$platform"
-  deb=$(ls "$dist"/php"$phpver"-deadbolt_*_arm64.deb 2>/dev/null | head -1)
-  tgz=$(ls "$dist"/php_deadbolt-*_php"$phpver"-arm64-linux-glibc-nts.tgz 2>/dev/null | head -1)
-  if [ -z "$deb" ] || [ -z "$tgz" ]; then
-    failed=$((failed + 1)); failures+=("$name: a PHP $phpver arm64 package is missing"); continue
-  fi
-  ensure_arm64_php_root "$name-php" "$suite"
-  check "$name: .deb ($(basename "$deb"))" "$name-php" \
-    bash -c "$(in_project DEADBOLT_CHECK_REDIS=1 bash scripts/package-check.sh deb "$deb")"
-  check "$name: PIE tarball + install.sh ($(basename "$tgz"))" "$name-php" \
-    bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
-  [ "$name" = debian13-arm64 ] && check "$name: deploy/Dockerfile's RUN step (TARGETARCH=arm64)" "$name-php" \
-    bash -c "$(in_project bash scripts/package-check.sh dockerfile "$tgz")"
-done
-# PHP 8.5 (no Debian release ships it: tarballs only), each into a PHP 8.5 of its machine.
-for machine in x86_64 arm64; do
-  tgz=$(ls "$dist"/php_deadbolt-*_php8.5-"$machine"-linux-glibc-nts.tgz 2>/dev/null | head -1)
-  [ -n "$tgz" ] || { failed=$((failed + 1)); failures+=("PHP 8.5 $machine: no tarball"); continue; }
-  if [ "$machine" = x86_64 ]; then root=php85-php; ensure_php85_clean_root; else root=cross; fi
-  check "PHP 8.5 $machine: PIE tarball + install.sh ($(basename "$tgz"))" "$root" \
-    bash -c "$(in_project bash scripts/package-check.sh tgz "$tgz")"
-done
 
-# The official images' layout, with a PHP built the way they build it.
-nts=$(bash scripts/php-from-source.sh nts)
-tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz | head -1)
-build_dir=$(build_dir_for debian13)
-bash scripts/debian-root.sh ensure debian13-base trixie libssl3t64
-usr_local="tar -xzf $nts -C / && export PATH=/usr/local/bin:\$PATH"
-check "/usr/local (php:8.4-cli layout): PIE tarball + install.sh" debian13-base \
-  bash -c "$(in_project "$usr_local && bash scripts/package-check.sh tgz $tgz")"
-check "/usr/local (php:8.4-cli layout): deploy/Dockerfile's RUN step" debian13-base \
-  bash -c "$(in_project "$usr_local && bash scripts/package-check.sh dockerfile $tgz")"
-check "/usr/local (php:8.4-cli layout): make install / make uninstall" debian13-base bash -c "apt-get install -y -qq \
-  --no-install-recommends make >/dev/null && $(in_project "$usr_local && CARGO_TARGET_DIR=$PWD/$build_dir \
-  bash scripts/package-check.sh make")"
-
-# Two PHPs on one machine (Debian's and the /usr/local one): PHP_CONFIG picks the one to build and install for.
-unset DEADBOLT_ROOT_NO_TOOLCHAIN
-check "PHP_CONFIG picks the /usr/local PHP over Debian's (build, make install/uninstall)" debian13 \
-  bash -c "$(in_project "tar -xzf $nts -C / && bash scripts/php-config-check.sh")"
-
-# A thread-safe PHP is refused on every way in.
-zts=$(bash scripts/php-from-source.sh zts)
-unset DEADBOLT_ROOT_NO_TOOLCHAIN
-check "ZTS PHP refused (cargo build, phpize, install-binary.sh)" debian13 \
-  bash -c "$(in_project "tar -xzf $zts -C / && DEADBOLT_NTS_SO=$build_dir/release/libdeadbolt.so bash scripts/zts-check.sh")"
-
+passed=$(grep -c '^PASS ' "$results" || true)
+failed=$(grep -c '^FAIL ' "$results" || true)
 [ $((passed + failed)) -gt 0 ] || { echo "test-dist: no package was checked" >&2; exit 1; }
-[ -z "$failure_tails" ] || printf '%s' "$failure_tails"
+# The failures' last lines again, at the very end, where a CI log that keeps only its tail still shows why.
+failures=()
+while read -r verdict log label; do
+  [ "$verdict" = FAIL ] || continue
+  failures+=("$label")
+  [ "$log" = - ] || { echo "--- $label (last lines of $log):"; tail -10 "$log"; }
+done < "$results"
 failed_list=$(printf '%s; ' "${failures[@]}")
 echo "test-dist: ${failures[*]:+failed: ${failed_list%; }}"
 echo "$passed passed, $failed failed"
