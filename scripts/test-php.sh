@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The PHPUnit suites of `make test`, each pass against its own private server on a free loopback port:
 #   1. every suite against redis-server (Redis 7.0 on Debian 12, 8.0 on Debian 13) and this platform's symfony/lock;
-#   2. where valkey-server is installed (Debian 13), every suite again against Valkey but the slow group (failover
-#      and chaos runs, refreshing for minutes), and the Sentinel suite on Valkey's own sentinel;
+#   2. where valkey-server is installed (Debian 13), every suite again against Valkey;
 #   3. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, and tests/Console (Symfony
 #      Console 7.4's LockableTrait on Deadbolt), which needs it.
@@ -34,10 +33,7 @@ if (($#)); then
 fi
 pass redis redis-server redis-cli
 if command -v valkey-server >/dev/null 2>&1; then
-  # Every suite but the slow group (failover and chaos runs, minutes of refreshing: the server's part there is
-  # the Sentinel's, which the second pass runs on Valkey's own sentinel).
-  pass valkey valkey-server valkey-cli --exclude-group slow
-  pass valkey-sentinel valkey-server valkey-cli tests/Store/RedisSentinelTest.php
+  pass valkey valkey-server valkey-cli
 else
   echo "== valkey: not packaged for this Debian (Debian 13 has it: make test-debian13 runs this pass)"
 fi
