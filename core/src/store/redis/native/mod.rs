@@ -121,7 +121,7 @@ impl NativeTransport {
                 Topology::Sentinel(Arc::clone(discovery), OwnCell::new(name_for(&own.name)))
             }
             Topology::Cluster(router) => {
-                Topology::Cluster(router.twin(name_for(&self.dsn.connection_identity())))
+                Topology::Cluster(router.twin(name_for(router.cell_name())))
             }
         };
         NativeTransport {

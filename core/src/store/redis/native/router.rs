@@ -65,6 +65,11 @@ impl Router {
         }
     }
 
+    /// The name its nodes' cells are named after.
+    pub(super) fn cell_name(&self) -> &str {
+        &self.cell_name
+    }
+
     /// The same cluster for a transport of its own (cells named `cell_name`).
     pub(super) fn twin(&self, cell_name: String) -> Self {
         Router::new(self.seeds.clone(), Arc::clone(&self.factory), cell_name)
