@@ -43,6 +43,7 @@ pub use store::combined::{CombinedStore, Member, Strategy};
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memory::InMemoryStore;
+pub use store::redis::calls::ScriptCall;
 pub use store::redis::native::read_unread_replies;
 pub use store::redis::native::NativeTransport;
 pub use store::redis::scripts::LockScript;

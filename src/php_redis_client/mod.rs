@@ -8,7 +8,9 @@
 
 mod dialect;
 
-use deadbolt_core::{LockScript, RunError, RunErrorKind, Signal, Transport};
+use std::time::{Duration, Instant};
+
+use deadbolt_core::{RunError, RunErrorKind, ScriptCall, Signal, Transport};
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, ZendObject, Zval};
 
@@ -113,23 +115,24 @@ impl Transport for PhpClientTransport {
         self.client.dialect.cluster()
     }
 
-    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
+    /// The client's own timeouts bound its calls: `_deadline` cannot.
+    fn run(&self, call: &ScriptCall, _deadline: Option<Instant>) -> Result<i64, RunError> {
         let client = &self.client;
         client.dialect.check_runs_commands(client)?;
-        let key_count = i64::try_from(keys.len()).unwrap_or(1);
-        let argv: Vec<Zval> = keys
+        let key_count = i64::try_from(call.keys().len()).unwrap_or(1);
+        let argv: Vec<Zval> = call
+            .keys()
             .iter()
-            .chain(args.iter())
-            .copied()
+            .chain(call.args())
             .map(|bytes| {
                 let mut zval = Zval::new();
-                zval.set_binary(bytes.to_vec());
+                zval.set_binary(bytes.clone());
                 zval
             })
             .collect();
         let reply = client
             .dialect
-            .run_script(client, script, argv, key_count)
+            .run_script(client, call.script(), argv, key_count)
             .map_err(|e| client.through(e))?;
         // Every script answers an integer, which phpredis and Predis give as a PHP int; anything
         // else is not a reply of the script (read as 0 it would pass for "held").
@@ -144,7 +147,8 @@ impl Transport for PhpClientTransport {
     fn wait_signal(
         &self,
         list: &[u8],
-        timeout: std::time::Duration,
+        timeout: Duration,
+        _deadline: Option<Instant>,
     ) -> Result<Option<Signal>, RunError> {
         let client = &self.client;
         client.dialect.check_runs_commands(client)?;

@@ -4,12 +4,13 @@
 //!
 //! - `protocol.rs`: the wait and hand-over protocol (timings, signals, the scripts' arguments);
 //! - `keys.rs`: the names of Deadbolt's own keys beside a lock key;
-//! - `scripts.rs` and `scripts/*.lua`: the scripts;
+//! - `scripts.rs` and `scripts/*.lua`: the scripts; `calls.rs`: one typed call per script;
 //! - `wait.rs`: the one wait loop;
 //! - `transport.rs`: what a connection must do, and its errors; `native/` is ours (by DSN,
 //!   `dsn/`, through the redis-rs clients of `client.rs`; a Redis Cluster routed by
 //!   `native/router.rs` with `cluster.rs`'s slot map), the extension lends PHP's clients.
 
+pub mod calls;
 mod client;
 mod cluster;
 pub mod dsn;
@@ -33,8 +34,8 @@ use crate::store::{
     FencingStore, Mode, PendingRelease, Store,
 };
 use crate::{Error, Key, Result, Ttl};
+use calls::{Holder, ScriptCall};
 use native::NativeTransport;
-use scripts::{LockScript, DELETE, EXISTS, FENCE, PUT_OFF, SAVE, SAVE_READ};
 use transport::{RunError, RunErrorKind, Transport};
 
 /// A Redis-backed store over any [`Transport`].
@@ -68,45 +69,36 @@ impl<T: Transport> RedisStore<T> {
         }
     }
 
-    /// Runs `script` with KEYS = the resource and `companions`, ARGV = the key's token and `args`.
-    fn run(
-        &self,
-        script: &LockScript,
-        key: &Key,
-        companions: &[&[u8]],
-        args: &[&[u8]],
-    ) -> Result<i64> {
-        self.call(key, companions, args, |keys, argv| {
-            self.transport.run(script, keys, argv)
-        })
-    }
-
-    /// Makes the transport run a script with KEYS = the resource and `companions`, ARGV = the
-    /// key's token and `args`; its failure becomes a storage error about the key.
-    fn call<R>(
-        &self,
-        key: &Key,
-        companions: &[&[u8]],
-        args: &[&[u8]],
-        call: impl FnOnce(&[&[u8]], &[&[u8]]) -> std::result::Result<R, RunError>,
-    ) -> Result<R> {
+    /// The lock `key` stands for in a script call, once its resource name is one this store can
+    /// lock.
+    fn holder<'k>(&self, key: &'k Key) -> Result<Holder<'k>> {
         if keys::reserved(key.resource()) {
             return Err(reserved_resource(key));
         }
         if self.transport.cluster() && !keys::co_slotted(key.resource()) {
             return Err(not_co_slotted(key));
         }
-        let token = key.token()?;
-        let keys: Vec<&[u8]> = std::iter::once(key.resource())
-            .chain(companions.iter().copied())
-            .collect();
-        let argv: Vec<&[u8]> = std::iter::once(token.as_str().as_bytes())
-            .chain(args.iter().copied())
-            .collect();
-        call(&keys, &argv).map_err(|e| match e.kind() {
+        Ok(Holder {
+            resource: key.resource(),
+            token: key.token()?.as_str(),
+        })
+    }
+
+    /// Runs the call `make` builds for `key`'s lock; a failure becomes the engine's error about
+    /// the key. A wait, which decides on the transport's failures, runs its calls itself.
+    fn run(&self, key: &Key, make: impl FnOnce(Holder<'_>) -> ScriptCall) -> Result<i64> {
+        let call = make(self.holder(key)?);
+        self.transport
+            .run(&call, None)
+            .map_err(|e| self.error(key, e))
+    }
+
+    /// A transport failure about `key`, as the engine's error: the one place where it becomes one.
+    fn error(&self, key: &Key, e: RunError) -> Error {
+        match e.kind() {
             RunErrorKind::NotAcknowledged => self.unacknowledged(key, e),
             _ => self.storage_error(key, e),
-        })
+        }
     }
 
     /// A lock written that too few replicas acknowledged (`replicas` on the DSN) must not count:
@@ -114,8 +106,7 @@ impl<T: Transport> RedisStore<T> {
     /// Here, where every script's failure passes, so that no caller has to remember it.
     fn unacknowledged(&self, key: &Key, e: RunError) -> Error {
         crate::metrics::count(crate::metrics::Counter::Unacknowledged, 1);
-        let [queue, waiters, handovers] = release_companions(key.resource());
-        let released = match self.run(&DELETE, key, &[&queue, &waiters, &handovers], &[]) {
+        let released = match self.run(key, ScriptCall::release) {
             Ok(_) => "it was released",
             Err(_) => "releasing it failed too: it expires with its TTL",
         };
@@ -143,20 +134,10 @@ impl<T: Transport> RedisStore<T> {
         Error::storage(message, e)
     }
 
-    /// Readies `key` for an attempt of a wait (whose lifetime counts from this attempt) and picks
-    /// the script for `mode`.
-    fn prepare(key: &mut Key, mode: Mode, ttl: Ttl) -> &'static LockScript {
+    /// Readies `key` for an attempt of a wait, whose lifetime counts from this attempt.
+    fn prepare(key: &mut Key, ttl: Ttl) {
         key.reset_lifetime();
         key.reduce_lifetime(ttl);
-        Self::script(mode)
-    }
-
-    /// The script that takes a lock in `mode`.
-    fn script(mode: Mode) -> &'static LockScript {
-        match mode {
-            Mode::Exclusive => &SAVE,
-            Mode::Shared => &SAVE_READ,
-        }
     }
 
     /// What a save script's reply means: `None` taken, else held (with the holder's remaining
@@ -183,32 +164,6 @@ impl<T: Transport> RedisStore<T> {
     }
 }
 
-/// The kind of transport failure behind a storage error of this store, if it is one.
-fn run_error_kind(e: &Error) -> Option<RunErrorKind> {
-    match e {
-        Error::Storage {
-            source: Some(cause),
-            ..
-        } => cause.downcast_ref::<RunError>().map(RunError::kind),
-        _ => None,
-    }
-}
-
-/// Whether `e` is the store's answer that Redis is still loading its data after a restart.
-fn is_loading(e: &Error) -> bool {
-    run_error_kind(e) == Some(RunErrorKind::Loading)
-}
-
-/// The companion keys a release names (QUEUE, WAITERS, HANDOVERS): it hands the lock over to the
-/// longest waiter.
-fn release_companions(resource: &[u8]) -> [Vec<u8>; 3] {
-    [
-        keys::queue(resource),
-        keys::waiters(resource),
-        keys::handovers(resource),
-    ]
-}
-
 /// A resource whose name would be taken for one of Deadbolt's own keys.
 fn reserved_resource(key: &Key) -> Error {
     Error::invalid_argument(format!(
@@ -231,12 +186,6 @@ fn not_co_slotted(key: &Key) -> Error {
     ))
 }
 
-/// Milliseconds for Redis, rounded up so a tiny TTL never becomes 0.
-fn ttl_millis(ttl: Ttl) -> u64 {
-    let millis = ttl.duration().as_nanos().div_ceil(1_000_000);
-    u64::try_from(millis).unwrap_or(u64::MAX)
-}
-
 impl<T: Transport> Store for RedisStore<T> {
     fn name(&self) -> &str {
         &self.name
@@ -250,17 +199,7 @@ impl<T: Transport> Store for RedisStore<T> {
         if key.is_expired() {
             return Err(expired_on_save(self, key));
         }
-        let script = Self::script(mode);
-        let ttl_ms = ttl_millis(ttl).to_string();
-        // The keys a release may touch are named here too, unused: a Redis ACL that does not
-        // grant them fails this acquire, not the release after the work is done.
-        let [queue, waiters, handovers] = release_companions(key.resource());
-        let reply = self.run(
-            script,
-            key,
-            &[&queue, &waiters, &handovers],
-            &[ttl_ms.as_bytes()],
-        )?;
+        let reply = self.run(key, |holder| ScriptCall::take(mode, holder, ttl, None))?;
         if Self::refusal(reply).is_some() {
             return Err(Error::conflict(key.display_resource(), &self.name));
         }
@@ -269,8 +208,7 @@ impl<T: Transport> Store for RedisStore<T> {
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
         key.reduce_lifetime(ttl);
-        let ttl_ms = ttl_millis(ttl).to_string();
-        if self.run(&PUT_OFF, key, &[], &[ttl_ms.as_bytes()])? != 1 {
+        if self.run(key, |holder| ScriptCall::extend(holder, ttl))? != 1 {
             return Err(self.not_held(key));
         }
         if key.is_expired() {
@@ -285,16 +223,14 @@ impl<T: Transport> Store for RedisStore<T> {
         if key.drawn_token().is_none() {
             return Ok(());
         }
-        let [queue, waiters, handovers] = release_companions(key.resource());
-        self.run(&DELETE, key, &[&queue, &waiters, &handovers], &[])
-            .map(|_| ())
+        self.run(key, ScriptCall::release).map(|_| ())
     }
 
     fn exists(&self, key: &Key) -> Result<bool> {
         if key.drawn_token().is_none() {
             return Ok(false);
         }
-        Ok(self.run(&EXISTS, key, &[], &[])? == 1)
+        Ok(self.run(key, ScriptCall::check)? == 1)
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
@@ -312,10 +248,8 @@ impl<T: Transport> DeferringStore for RedisStore<T> {
         if key.drawn_token().is_none() {
             return Ok(PendingRelease::done());
         }
-        let [queue, waiters, handovers] = release_companions(key.resource());
-        self.call(key, &[&queue, &waiters, &handovers], &[], |keys, argv| {
-            self.transport.send(&DELETE, keys, argv)
-        })
+        let call = ScriptCall::release(self.holder(key)?);
+        self.transport.send(&call).map_err(|e| self.error(key, e))
     }
 
     fn read_replies(&self) {
@@ -330,7 +264,7 @@ impl<T: Transport> FencingStore for RedisStore<T> {
         if key.drawn_token().is_none() {
             return Ok(None);
         }
-        let reply = self.run(&FENCE, key, &[&keys::fence(key.resource())], &[])?;
+        let reply = self.run(key, ScriptCall::draw_fencing_token)?;
         Ok(u64::try_from(reply).ok().filter(|token| *token > 0))
     }
 }
@@ -359,13 +293,9 @@ struct RedisExtender {
 
 impl Extender for RedisExtender {
     fn extend(&self, resource: &[u8], token: &str, ttl: Ttl) -> Result<bool> {
-        let ttl_ms = ttl_millis(ttl).to_string();
+        let call = ScriptCall::extend(Holder { resource, token }, ttl);
         self.transport
-            .run(
-                &PUT_OFF,
-                &[resource],
-                &[token.as_bytes(), ttl_ms.as_bytes()],
-            )
+            .run(&call, None)
             .map(|reply| reply == 1)
             .map_err(|e| {
                 Error::storage(
@@ -373,16 +303,5 @@ impl Extender for RedisExtender {
                     e,
                 )
             })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ttl_in_milliseconds_rounds_up() {
-        assert_eq!(ttl_millis(Ttl::from_secs(0.0001).unwrap()), 1);
-        assert_eq!(ttl_millis(Ttl::from_secs(1.5).unwrap()), 1500);
     }
 }

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use redis::Value;
 
-use crate::store::redis::scripts::LockScript;
+use crate::store::redis::calls::ScriptCall;
 use crate::store::PendingRelease;
 
 /// Words a redis-rs error as the connection's other errors are worded.
@@ -22,9 +22,7 @@ pub type Describe<'a> = &'a dyn Fn(&redis::RedisError) -> String;
 /// One command sent whose reply is unread.
 pub struct Unread {
     pending: PendingRelease,
-    script: &'static LockScript,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    call: ScriptCall,
 }
 
 /// Unread replies of one connection, oldest first.
@@ -32,24 +30,20 @@ pub struct Unread {
 pub struct UnreadReplies(VecDeque<Unread>);
 
 impl UnreadReplies {
-    /// Sends `script` by EVALSHA on `connection` without reading its reply.
+    /// Sends `call` by EVALSHA on `connection` without reading its reply.
     ///
     /// # Errors
     /// The write's error; nothing was queued then.
     pub fn send(
         &mut self,
         connection: &mut redis::Connection,
-        script: &'static LockScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
+        call: &ScriptCall,
     ) -> redis::RedisResult<PendingRelease> {
-        connection.send_packed_command(&evalsha(script, keys, args))?;
+        connection.send_packed_command(&evalsha(call).get_packed_command())?;
         let pending = PendingRelease::default();
         self.0.push_back(Unread {
             pending: pending.clone(),
-            script,
-            keys: keys.iter().map(|k| k.to_vec()).collect(),
-            args: args.iter().map(|a| a.to_vec()).collect(),
+            call: call.clone(),
         });
         Ok(pending)
     }
@@ -74,7 +68,7 @@ impl UnreadReplies {
         Ok(())
     }
 
-    /// Runs `script` (EVALSHA, loaded on NOSCRIPT) written behind the unread replies, so one round
+    /// Runs `call` (EVALSHA, loaded on NOSCRIPT) written behind the unread replies, so one round
     /// trip serves them all: their replies are read first, in order, then its own.
     ///
     /// # Errors
@@ -82,16 +76,14 @@ impl UnreadReplies {
     pub fn run_behind(
         &mut self,
         connection: &mut redis::Connection,
-        script: &LockScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
+        call: &ScriptCall,
         describe: Describe<'_>,
     ) -> redis::RedisResult<i64> {
-        let invocation = invocation(script, keys, args);
+        let invocation = invocation(call);
         if self.is_empty() {
             return invocation.invoke(connection);
         }
-        if let Err(e) = connection.send_packed_command(&evalsha(script, keys, args)) {
+        if let Err(e) = connection.send_packed_command(&evalsha(call).get_packed_command()) {
             self.lost(&describe(&e));
             return Err(e);
         }
@@ -143,9 +135,7 @@ impl UnreadReplies {
 /// loads it), and settles them.
 fn run_again(again: Vec<Unread>, connection: &mut redis::Connection, describe: Describe<'_>) {
     for unread in again {
-        let keys: Vec<&[u8]> = unread.keys.iter().map(Vec::as_slice).collect();
-        let args: Vec<&[u8]> = unread.args.iter().map(Vec::as_slice).collect();
-        let outcome = invocation(unread.script, &keys, &args).invoke::<i64>(connection);
+        let outcome = invocation(&unread.call).invoke::<i64>(connection);
         unread
             .pending
             .settle(outcome.map(|_| ()).map_err(|e| describe(&e)));
@@ -156,30 +146,27 @@ fn is_noscript(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
-/// `script` with its KEYS and ARGV, by redis-rs (EVALSHA; SCRIPT LOAD and again on NOSCRIPT).
-fn invocation<'a>(
-    script: &'a LockScript,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-) -> redis::ScriptInvocation<'a> {
-    let mut invocation = script.script().prepare_invoke();
-    for key in keys {
-        invocation.key(*key);
+/// `call` by redis-rs (EVALSHA; SCRIPT LOAD and again on NOSCRIPT).
+fn invocation(call: &ScriptCall) -> redis::ScriptInvocation<'static> {
+    let mut invocation = call.script().script().prepare_invoke();
+    for key in call.keys() {
+        invocation.key(key.as_slice());
     }
-    for arg in args {
-        invocation.arg(*arg);
+    for arg in call.args() {
+        invocation.arg(arg.as_slice());
     }
     invocation
 }
 
-/// The EVALSHA command of `script`, packed for the socket.
-fn evalsha(script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
-    redis::cmd("EVALSHA")
-        .arg(script.sha1())
-        .arg(keys.len())
-        .arg(keys)
-        .arg(args)
-        .get_packed_command()
+/// The EVALSHA command of `call`, packed for the socket.
+pub fn evalsha(call: &ScriptCall) -> redis::Cmd {
+    let mut command = redis::cmd("EVALSHA");
+    command
+        .arg(call.script().sha1())
+        .arg(call.keys().len())
+        .arg(call.keys())
+        .arg(call.args());
+    command
 }
 
 fn unconfirmed(why: &str) -> String {

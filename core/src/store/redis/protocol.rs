@@ -1,6 +1,7 @@
 //! The wait and hand-over protocol between Deadbolt processes on one Redis: the timings that must
-//! agree, the signals, and the layout of the scripts' KEYS and ARGV. The Lua scripts get all of it
-//! from here (a generated header, [`lua_header`]), so nothing is written down twice.
+//! agree and the signals. The Lua scripts get all of it from here (a generated header,
+//! [`lua_constants`]; the names of each script's KEYS and ARGV come from `calls.rs`), so nothing is
+//! written down twice.
 //!
 //! A refused waiter joins the resource's queue (`QUEUE`: token -> arrival, server ms) and leaves
 //! its details in `WAITERS` (token -> "alive-until mode ttl-ms": a release hands the lock over to
@@ -82,17 +83,6 @@ impl Signal {
     }
 }
 
-/// The KEYS of the scripts that take or release a lock, in order, by their Lua names. A caller
-/// that does not wait names no GRANT (nil there), and an acquire that does not wait names QUEUE,
-/// WAITERS and HANDOVERS without touching them (for the ACL check, mod.rs).
-pub const LOCK_KEYS: [&str; 5] = ["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"];
-
-/// The ARGV of those scripts, in order, by their Lua names: the owner token, the TTL in ms,
-/// "wait" for a caller that waits when refused, how long (ms) it then waits on its grant list
-/// in the same round trip (the script ends that wait with a signal of its own when there is
-/// nothing to wait for), and "1" once the wait is older than [`TAKE_BACK_AFTER`].
-pub const LOCK_ARGS: [&str; 5] = ["token", "TTL_MS", "WAIT", "PAUSE_MS", "OVERDUE"];
-
 /// `WAIT`'s value for a caller that waits.
 pub const WAITING: &[u8] = b"wait";
 
@@ -116,9 +106,9 @@ pub fn took(reply: i64) -> bool {
 /// The error code the scripts reply with for a key that holds something other than a lock.
 pub const NOT_A_LOCK: &str = "DEADBOLT_WRONGTYPE";
 
-/// The header every script starts with: the constants above, the signals, and local names for
-/// KEYS and ARGV.
-pub fn lua_header() -> String {
+/// The head of every script's header: the constants above and the signals (`scripts.rs` adds the
+/// names of the script's own KEYS and ARGV).
+pub fn lua_constants() -> String {
     let mut lua = String::from("-- Generated from protocol.rs.\n");
     for (name, value) in [
         ("ALIVE_MS", ALIVE_FOR),
@@ -142,12 +132,6 @@ pub fn lua_header() -> String {
     ));
     let waiting = String::from_utf8_lossy(WAITING);
     lua.push_str(&format!("local WAITING = \"{waiting}\"\n"));
-    for (i, name) in LOCK_KEYS.iter().enumerate() {
-        lua.push_str(&format!("local {name} = KEYS[{}]\n", i + 1));
-    }
-    for (i, name) in LOCK_ARGS.iter().enumerate() {
-        lua.push_str(&format!("local {name} = ARGV[{}]\n", i + 1));
-    }
     lua
 }
 
@@ -164,12 +148,10 @@ mod tests {
     }
 
     #[test]
-    fn the_header_names_every_key_and_argument() {
-        let header = lua_header();
+    fn the_header_holds_the_constants_and_signals() {
+        let header = lua_constants();
         assert!(header.contains("local ALIVE_MS = 400\n"));
         assert!(header.contains("local SIGNAL_GRANTED = \"granted\"\n"));
-        assert!(header.contains("local GRANT = KEYS[5]\n"));
-        assert!(header.contains("local OVERDUE = ARGV[5]\n"));
         assert!(header.contains("local WAITING = \"wait\"\n"));
     }
 }

@@ -1,5 +1,6 @@
-//! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is the
-//! protocol's generated header (`protocol.rs`: constants, signals, the names of KEYS and ARGV),
+//! The Lua scripts of the Redis store, our own, on symfony/lock's data model. Each one is a
+//! generated header (`protocol.rs`'s constants and signals, then the names its [`Layout`] gives
+//! KEYS and ARGV),
 //! the common case of the operation where it has one (run before any helper function exists: Lua
 //! makes each anew on every run), the shared prelude (plus the waiting side for the scripts that
 //! take a lock, the hand-over for those that release) and the rest of the operation, sent by SHA
@@ -7,57 +8,77 @@
 
 use std::sync::LazyLock;
 
-use super::protocol::lua_header;
+use super::calls::{self, Layout};
+use super::protocol::lua_constants;
 use crate::store::Mode;
 
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
+/// The helpers of the scripts that name the queue (those that wait, those that hand over).
+const QUEUE: &str = include_str!("scripts/queue.lua");
 
 /// One lock script: its source (for EVAL/SCRIPT LOAD) and its SHA1 (for EVALSHA).
 pub struct LockScript {
     script: redis::Script,
     code: String,
+    layout: &'static Layout,
     /// A reply that [`super::protocol::took`] means the lock was written (taken, extended,
     /// handed over): what replicas acknowledge.
     writes_lock: bool,
 }
 
 impl LockScript {
-    fn new(operation: &str) -> Self {
-        Self::from_parts(&[PRELUDE, operation])
+    fn new(layout: &'static Layout, operation: &str) -> Self {
+        Self::from_parts(layout, &[PRELUDE, operation])
     }
 
     /// A script that takes a lock: a free key for a caller that does not wait is taken before any
     /// helper is defined (free_key.lua); otherwise its caller may wait, and join the queue.
     fn taking(mode: Mode, operation: &str) -> Self {
         let exclusive = format!("local EXCLUSIVE = {}", mode == Mode::Exclusive);
-        Self::from_parts(&[
-            &exclusive,
-            include_str!("scripts/free_key.lua"),
-            PRELUDE,
-            include_str!("scripts/waiting.lua"),
-            operation,
-        ])
+        Self::from_parts(
+            &calls::TAKE,
+            &[
+                &exclusive,
+                include_str!("scripts/free_key.lua"),
+                PRELUDE,
+                QUEUE,
+                include_str!("scripts/waiting.lua"),
+                operation,
+            ],
+        )
         .writing_lock()
     }
 
     /// A script that releases: it may hand the lock over to a waiter. `first` runs before any
     /// helper is defined (the common case of the operation, when it has one).
-    fn releasing(first: Option<&str>, operation: &str) -> Self {
+    fn releasing(layout: &'static Layout, first: Option<&str>, operation: &str) -> Self {
         let mut parts: Vec<&str> = first.into_iter().collect();
-        parts.extend([PRELUDE, include_str!("scripts/handover.lua"), operation]);
-        Self::from_parts(&parts)
+        parts.extend([
+            PRELUDE,
+            QUEUE,
+            include_str!("scripts/handover.lua"),
+            operation,
+        ]);
+        Self::from_parts(layout, &parts)
     }
 
-    fn from_parts(parts: &[&str]) -> Self {
-        let code = std::iter::once(lua_header().as_str())
+    fn from_parts(layout: &'static Layout, parts: &[&str]) -> Self {
+        let header = [lua_constants(), names(layout)].concat();
+        let code = std::iter::once(header.as_str())
             .chain(parts.iter().copied())
             .collect::<Vec<_>>()
             .join("\n");
         LockScript {
             script: redis::Script::new(&code),
             code,
+            layout,
             writes_lock: false,
         }
+    }
+
+    /// The names its Lua gives KEYS and ARGV.
+    pub fn layout(&self) -> &'static Layout {
+        self.layout
     }
 
     /// This script, marked as one whose reply that [`super::protocol::took`] means the lock was
@@ -90,41 +111,72 @@ impl LockScript {
     }
 }
 
-/// Exclusive lock (and promotion of a sole reader), with the lock KEYS and ARGV of `protocol.rs`
-/// (a caller that does not wait names the resource, token and TTL only). Returns 1, or 0 / minus
-/// the holder's remaining ms when held.
+/// Exclusive lock (and promotion of a sole reader), [`calls::TAKE`]. Returns 1 (2 when a waiter
+/// found it handed over), or 0 / minus the holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(Mode::Exclusive, include_str!("scripts/save.lua")));
 /// Shared lock (and demotion of a writer), as `SAVE`.
 pub static SAVE_READ: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(Mode::Shared, include_str!("scripts/save_read.lua")));
-/// Extend. KEYS: the resource. ARGV: token, TTL ms. Returns 1, or 0 when not held.
-pub static PUT_OFF: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/put_off.lua")).writing_lock());
-/// Release, and hand the lock over to the longest waiter. KEYS: the lock KEYS up to HANDOVERS.
-/// ARGV: token. Returns 1, or 0 when not held.
+/// Extend, [`calls::EXTEND`]. Returns 1, or 0 when not held.
+pub static PUT_OFF: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::new(&calls::EXTEND, include_str!("scripts/put_off.lua")).writing_lock()
+});
+/// Release, and hand the lock over to the longest waiter, [`calls::RELEASE`]. Returns 1, or 0
+/// when not held.
 pub static DELETE: LazyLock<LockScript> = LazyLock::new(|| {
     LockScript::releasing(
+        &calls::RELEASE,
         Some(include_str!("scripts/release_alone.lua")),
         include_str!("scripts/delete.lua"),
     )
 });
-/// Ownership check. KEYS: the resource. ARGV: token. Returns 1 or 0.
+/// Ownership check, [`calls::CHECK`]. Returns 1 or 0.
 pub static EXISTS: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/exists.lua")));
+    LazyLock::new(|| LockScript::new(&calls::CHECK, include_str!("scripts/exists.lua")));
 
-/// The next fencing token, for the current writer only. KEYS: resource, fencing counter. ARGV:
-/// token. Returns the token (>= 1), or 0 when not the writer.
+/// The next fencing token, for the current writer only, [`calls::DRAW`]. Returns the token
+/// (>= 1), or 0 when not the writer.
 pub static FENCE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/fence.lua")));
+    LazyLock::new(|| LockScript::new(&calls::DRAW, include_str!("scripts/fence.lua")));
 
 /// A waiter handed the lock takes its hand-over record (so that nobody takes the lock back) and
 /// confirms it holds the lock: a write of its own after the releaser's, for replicas to
-/// acknowledge. KEYS: the resource, HANDOVERS. ARGV: token. Returns 1, or 0 when not held.
-pub static CLAIM: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/claim.lua")).writing_lock());
+/// acknowledge, [`calls::ACCEPT`]. Returns 1, or 0 when not held.
+pub static CLAIM: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::new(&calls::ACCEPT, include_str!("scripts/claim.lua")).writing_lock()
+});
 
-/// A waiter gives up (and releases a lock handed over to it meanwhile). KEYS: the lock KEYS.
-/// ARGV: token. Returns 1.
-pub static LEAVE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::releasing(None, include_str!("scripts/leave.lua")));
+/// A waiter gives up (and releases a lock handed over to it meanwhile), [`calls::GIVE_UP`].
+/// Returns 1.
+pub static LEAVE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::releasing(&calls::GIVE_UP, None, include_str!("scripts/leave.lua"))
+});
+
+/// `local NAME = KEYS[i]` and `local NAME = ARGV[i]` for each name of `layout`.
+fn names(layout: &Layout) -> String {
+    let mut lua = String::new();
+    for (i, name) in layout.keys.iter().enumerate() {
+        lua.push_str(&format!("local {name} = KEYS[{}]\n", i + 1));
+    }
+    for (i, name) in layout.args.iter().enumerate() {
+        lua.push_str(&format!("local {name} = ARGV[{}]\n", i + 1));
+    }
+    lua
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_script_names_its_own_keys() {
+        assert!(FENCE.code().contains("local COUNTER = KEYS[2]\n"));
+        assert!(!FENCE.code().contains("QUEUE"));
+        assert!(CLAIM.code().contains("local HANDOVERS = KEYS[2]\n"));
+        assert!(SAVE.code().contains("local GRANT = KEYS[5]\n"));
+        assert!(SAVE.code().contains("local OVERDUE = ARGV[5]\n"));
+        assert!(PUT_OFF.code().contains("local TTL_MS = ARGV[2]\n"));
+        assert!(!EXISTS.code().contains("TTL_MS"));
+    }
+}

@@ -2,10 +2,10 @@
 //! The native connection (`native/`) implements it here; the extension implements it over PHP's
 //! `\Redis`, `\RedisCluster` and Predis objects, so an app can lend the connection it already has.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::store::redis::calls::ScriptCall;
 use crate::store::redis::protocol::{Signal, NOT_A_LOCK};
-use crate::store::redis::scripts::LockScript;
 use crate::store::PendingRelease;
 
 /// Why a script or a wait did not run, classified once by the transport that saw it (from the
@@ -90,24 +90,31 @@ impl std::error::Error for RunError {}
 /// A script's reply and the signal its waiter read from its grant list, if one came.
 pub type RanThenWaited = (i64, Option<Signal>);
 
-/// Runs lock scripts against one Redis endpoint.
+/// Runs lock scripts against one Redis endpoint. A `deadline` bounds every socket wait of a call
+/// (connecting, the command, a blocking pop) where the transport can bound them; a PHP client,
+/// whose timeouts are the application's, cannot.
 pub trait Transport {
     /// The endpoint for messages, e.g. `redis://10.0.0.5:6379/0` or `\Redis(10.0.0.5:6379)`.
     fn name(&self) -> &str;
 
-    /// Runs `script` with `KEYS = keys` and `ARGV = args`; returns its integer reply.
+    /// Runs a script; returns its integer reply.
     ///
     /// # Errors
     /// [`RunError`] when the script could not run or the server answered with an error.
-    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError>;
+    fn run(&self, call: &ScriptCall, deadline: Option<Instant>) -> Result<i64, RunError>;
 
     /// Waits up to `timeout` for a signal on the list `list` (BLPOP).
     ///
     /// # Errors
     /// [`RunError`] when the server cannot be reached.
-    fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError>;
+    fn wait_signal(
+        &self,
+        list: &[u8],
+        timeout: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Signal>, RunError>;
 
-    /// Runs `script`, then waits up to `timeout` for a signal on `list`. The script pushes a
+    /// Runs a script, then waits up to `timeout` for a signal on `list`. The script pushes a
     /// signal of its own when there is nothing to wait for (the protocol's `taken` and `soon`),
     /// so the wait then ends at once. This default takes two round trips; a transport that can
     /// pipeline sends both in one.
@@ -116,14 +123,13 @@ pub trait Transport {
     /// [`RunError`] when the script could not run or the server cannot be reached.
     fn run_then_wait(
         &self,
-        script: &LockScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
+        call: &ScriptCall,
         list: &[u8],
         timeout: Duration,
+        deadline: Option<Instant>,
     ) -> Result<RanThenWaited, RunError> {
-        let reply = self.run(script, keys, args)?;
-        Ok((reply, self.wait_signal(list, timeout)?))
+        let reply = self.run(call, deadline)?;
+        Ok((reply, self.wait_signal(list, timeout, deadline)?))
     }
 
     /// Whether releases on this transport are sent without waiting for their reply
@@ -139,18 +145,13 @@ pub trait Transport {
         false
     }
 
-    /// Sends `script` and returns before its reply is read (`pending.rs`); the handle learns the
+    /// Sends a script and returns before its reply is read (`pending.rs`); the handle learns the
     /// outcome later. This default, for transports that cannot defer, runs it now.
     ///
     /// # Errors
     /// [`RunError`] when the script could not be sent (or, run now, failed).
-    fn send(
-        &self,
-        script: &'static LockScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-    ) -> Result<PendingRelease, RunError> {
-        self.run(script, keys, args)?;
+    fn send(&self, call: &ScriptCall) -> Result<PendingRelease, RunError> {
+        self.run(call, None)?;
         Ok(PendingRelease::done())
     }
 
@@ -167,13 +168,6 @@ pub trait Transport {
     /// A warning noticed while connecting (an eviction policy that can drop locks), once.
     fn take_warning(&self) -> Option<String> {
         None
-    }
-
-    /// Until `deadline` (or again without one, `None`), no socket wait of this transport lasts
-    /// past it: connecting, each command, each blocking pop. A transport that cannot bound its
-    /// waits (a PHP client, whose timeouts are the application's) ignores it.
-    fn set_deadline(&self, deadline: Option<std::time::Instant>) {
-        let _ = deadline;
     }
 
     /// A connection of its own to the same server for the background refresher, which must never

@@ -7,47 +7,73 @@
 
 use std::time::{Duration, Instant};
 
-use super::protocol::{Signal, HANDED_OVER, SIGNAL_POLL_CAP, TAKE_BACK_AFTER, WAITING};
-use super::scripts::{CLAIM, LEAVE};
-use super::transport::{RunErrorKind, Transport};
-use super::{is_loading, keys, run_error_kind, ttl_millis, RedisStore};
+use super::calls::{grant_list, Holder, ScriptCall, Turn};
+use super::protocol::{Signal, HANDED_OVER, SIGNAL_POLL_CAP, TAKE_BACK_AFTER};
+use super::transport::{RunError, RunErrorKind, Transport};
+use super::RedisStore;
 use crate::store::{BlockingStore, Mode, WaitReport};
 use crate::{Error, Key, Result, Ttl};
 
-/// The keys a waiting caller names besides the resource, in the protocol's order (QUEUE, WAITERS,
-/// HANDOVERS, GRANT), and when its wait began.
-struct WaitKeys {
-    queue: Vec<u8>,
-    waiters: Vec<u8>,
-    handovers: Vec<u8>,
+/// A failure inside a wait. A transport's keeps its kind, so that the wait decides on it (a
+/// server that did not answer in time or is still loading is ridden out); it becomes the
+/// engine's error once, when the wait ends with it ([`RedisStore::error`]).
+enum Failure {
+    Transport(RunError),
+    Engine(Error),
+}
+
+impl From<RunError> for Failure {
+    fn from(e: RunError) -> Self {
+        Failure::Transport(e)
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Engine(e)
+    }
+}
+
+impl Failure {
+    fn is(&self, kind: RunErrorKind) -> bool {
+        matches!(self, Failure::Transport(e) if e.kind() == kind)
+    }
+}
+
+/// The waiting caller: its lock (copied, as the key changes between rounds), its grant list, and
+/// when its wait began.
+struct Waiter {
+    resource: Vec<u8>,
+    token: String,
     grant: Vec<u8>,
     since: Instant,
 }
 
-impl WaitKeys {
-    fn new(resource: &[u8], token: &str) -> Self {
-        let queue = keys::queue(resource);
-        WaitKeys {
-            grant: keys::grant_list(&queue, token),
-            queue,
-            waiters: keys::waiters(resource),
-            handovers: keys::handovers(resource),
+impl Waiter {
+    fn new(holder: Holder<'_>) -> Self {
+        Waiter {
+            resource: holder.resource.to_vec(),
+            token: holder.token.to_owned(),
+            grant: grant_list(holder),
             since: Instant::now(),
         }
     }
 
-    /// The protocol's OVERDUE: "1" once the wait has lasted long enough that an unread hand-over
-    /// may be what holds it up (then the attempt takes such hand-overs back).
-    fn overdue(&self) -> &'static [u8] {
-        if self.since.elapsed() > TAKE_BACK_AFTER {
-            b"1"
-        } else {
-            b""
+    fn holder(&self) -> Holder<'_> {
+        Holder {
+            resource: &self.resource,
+            token: &self.token,
         }
     }
 
-    fn all(&self) -> [&[u8]; 4] {
-        [&self.queue, &self.waiters, &self.handovers, &self.grant]
+    /// An attempt that then waits up to `pause` for a signal (`None`: not at all); overdue once
+    /// the wait has lasted long enough that an unread hand-over may be what holds it up (then the
+    /// attempt takes such hand-overs back).
+    fn turn(&self, pause: Option<Duration>) -> Turn {
+        Turn {
+            pause,
+            overdue: self.since.elapsed() > TAKE_BACK_AFTER,
+        }
     }
 }
 
@@ -67,28 +93,20 @@ impl<T: Transport> RedisStore<T> {
     fn round(
         &self,
         key: &mut Key,
-        mode: Mode,
-        ttl: Ttl,
-        queue: &WaitKeys,
+        (mode, ttl): (Mode, Ttl),
+        waiting: &Waiting,
         pause: Duration,
-    ) -> Result<Round> {
+    ) -> std::result::Result<Round, Failure> {
         let asked = Instant::now();
-        let script = Self::prepare(key, mode, ttl);
-        let ttl_ms = ttl_millis(ttl).to_string();
-        let pause_ms = pause.as_millis().to_string();
-        let args = [
-            ttl_ms.as_bytes(),
-            WAITING,
-            pause_ms.as_bytes(),
-            queue.overdue(),
-        ];
-        let (reply, signal) = self.call(key, &queue.all(), &args, |keys, argv| {
+        Self::prepare(key, ttl);
+        let waiter = &waiting.waiter;
+        let call = ScriptCall::take(mode, waiter.holder(), ttl, Some(waiter.turn(Some(pause))));
+        let (reply, signal) =
             self.transport
-                .run_then_wait(script, keys, argv, &queue.grant, pause)
-        })?;
+                .run_then_wait(&call, &waiter.grant, pause, waiting.deadline)?;
         let refused = Self::refusal(reply);
         match (refused, signal) {
-            (Some(_), Some(Signal::Granted)) => self.accept_hand_over(key, ttl, asked, queue),
+            (Some(_), Some(Signal::Granted)) => self.accept_hand_over(key, ttl, asked, waiting),
             (Some(left), Some(Signal::Soon)) => Ok(Round::Soon(left)),
             (Some(left), _) => Ok(Round::Held(left)),
             (None, _) => {
@@ -100,18 +118,6 @@ impl<T: Transport> RedisStore<T> {
         }
     }
 
-    /// Waits up to `pause` for a hand-over signal on a waiter's grant list.
-    fn wait_for_signal(&self, grant: &[u8], pause: Duration) -> Result<Option<Signal>> {
-        self.transport
-            .wait_signal(grant, pause.max(Duration::from_millis(1)))
-            .map_err(|e| {
-                Error::storage(
-                    format!("Waiting for the lock in {} failed: {e}", self.name),
-                    e,
-                )
-            })
-    }
-
     /// A release handed the lock over to this waiter: it holds it with `ttl` since some moment
     /// after `asked` (when it started to wait for the signal), so its lifetime counts from there.
     fn accept_hand_over(
@@ -119,14 +125,15 @@ impl<T: Transport> RedisStore<T> {
         key: &mut Key,
         ttl: Ttl,
         asked: Instant,
-        queue: &WaitKeys,
-    ) -> Result<Round> {
+        waiting: &Waiting,
+    ) -> std::result::Result<Round, Failure> {
         if self.transport.acknowledges() {
             // The releaser's connection wrote this lock, and WAIT counts a connection's own
             // writes only: the claim (the hand-over record goes) is this connection's write after
             // it, so its acknowledgement covers the hand-over.
-            if self.run(&CLAIM, key, &[&queue.handovers], &[])? != 1 {
-                return Err(self.not_held(key));
+            let claim = ScriptCall::accept_hand_over(waiting.waiter.holder());
+            if self.transport.run(&claim, waiting.deadline)? != 1 {
+                return Err(self.not_held(key).into());
             }
         }
         key.reset_lifetime();
@@ -135,77 +142,56 @@ impl<T: Transport> RedisStore<T> {
         Ok(Round::Got { handed_over: true })
     }
 
-    /// Past the deadline: one last attempt (given up to LAST_ATTEMPT_GRACE), then leave the queue (releasing the lock should a
+    /// Past the deadline: one last attempt, then leave the queue (releasing the lock should a
     /// release have handed it over meanwhile; should this fail, the entry expires within the
     /// protocol's ALIVE_FOR). A server still loading its data refuses it too; one that has not
-    /// answered at all during the wait (`answered` false) is an error, else the wait just ends.
+    /// answered at all during the wait is an error, else the wait just ends.
     fn last_attempt(
         &self,
         key: &mut Key,
-        mode: Mode,
-        ttl: Ttl,
-        queue: &WaitKeys,
-        answered: bool,
-    ) -> Result<bool> {
+        (mode, ttl): (Mode, Ttl),
+        waiting: &Waiting,
+    ) -> std::result::Result<bool, Failure> {
         // The deadline has passed, so its bound on socket waits would leave this attempt 1 ms: a
         // server a moment slow (busy, a loaded machine) would turn a wait that simply ran out into
         // a storage error, and the round before may have lost a reply that came just after the
         // deadline. This one round trip (and leaving the queue) gets LAST_ATTEMPT_GRACE (or the
         // DSN's read_timeout if shorter): a deadline still bounds a wait on a silent server.
-        self.transport
-            .set_deadline(Some(Instant::now() + LAST_ATTEMPT_GRACE));
-        let script = Self::prepare(key, mode, ttl);
-        let ttl_ms = ttl_millis(ttl).to_string();
-        let args = [ttl_ms.as_bytes(), WAITING, b"", queue.overdue()];
-        match self.run(script, key, &queue.all(), &args) {
+        let grace = Some(Instant::now() + LAST_ATTEMPT_GRACE);
+        Self::prepare(key, ttl);
+        let waiter = &waiting.waiter;
+        let call = ScriptCall::take(mode, waiter.holder(), ttl, Some(waiter.turn(None)));
+        match self.transport.run(&call, grace).map_err(Failure::from) {
             Ok(reply) if Self::refusal(reply).is_none() => {
                 self.check_not_expired(key)?;
                 return Ok(true);
             }
-            Err(e) if is_timed_out(&e) && !answered => return Err(e),
-            Err(e) if !is_loading(&e) && !is_timed_out(&e) => return Err(e),
+            Err(e) if e.is(RunErrorKind::TimedOut) && !waiting.answered => return Err(e),
+            Err(e) if !e.is(RunErrorKind::Loading) && !e.is(RunErrorKind::TimedOut) => {
+                return Err(e)
+            }
             _ => {}
         }
-        self.leave(key, queue);
+        self.leave(waiter, grace);
         Ok(false)
     }
-}
 
-impl<T: Transport> RedisStore<T> {
     /// Leaves the queue, releasing a lock handed over meanwhile (best effort: the entry expires
     /// within the protocol's ALIVE_FOR anyway).
-    fn leave(&self, key: &mut Key, queue: &WaitKeys) {
-        let _ = self.run(&LEAVE, key, &queue.all(), &[]);
+    fn leave(&self, waiter: &Waiter, deadline: Option<Instant>) {
+        let _ = self
+            .transport
+            .run(&ScriptCall::give_up(waiter.holder()), deadline);
     }
 }
 
 /// How long past its deadline a wait's last attempt may wait for the server's answer.
 const LAST_ATTEMPT_GRACE: Duration = Duration::from_secs(1);
 
-/// Whether `e` is a socket wait that ran out (the server did not answer in time).
-fn is_timed_out(e: &Error) -> bool {
-    run_error_kind(e) == Some(RunErrorKind::TimedOut)
-}
-
-/// Bounds every socket wait of a transport by a deadline while it lives.
-struct DeadlineGuard<'a, T: Transport>(&'a T);
-
-impl<'a, T: Transport> DeadlineGuard<'a, T> {
-    fn new(transport: &'a T, deadline: Option<Instant>) -> Self {
-        transport.set_deadline(deadline);
-        DeadlineGuard(transport)
-    }
-}
-
-impl<T: Transport> Drop for DeadlineGuard<'_, T> {
-    fn drop(&mut self) {
-        self.0.set_deadline(None);
-    }
-}
-
 /// One wait's state between its rounds.
 struct Waiting {
-    queue: WaitKeys,
+    waiter: Waiter,
+    /// No socket wait of the wait's calls lasts past it.
     deadline: Option<Instant>,
     /// The holder's remaining time, as the last refusal told it.
     hint: Option<Duration>,
@@ -224,25 +210,43 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
     ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
         let mut waiting = Waiting {
-            queue: WaitKeys::new(key.resource(), key.token()?.as_str()),
+            waiter: Waiter::new(self.holder(key)?),
             deadline,
             hint: None,
             answered: false,
         };
-        let _bounded = DeadlineGuard::new(&self.transport, deadline);
+        self.rounds(key, (mode, ttl), &mut waiting, report)
+            .map_err(|failure| match failure {
+                Failure::Transport(e) => self.error(key, e),
+                Failure::Engine(e) => e,
+            })
+    }
+}
+
+impl<T: Transport> RedisStore<T> {
+    /// Rounds until the lock is ours, the deadline passes or the host interrupts the wait.
+    fn rounds(
+        &self,
+        key: &mut Key,
+        lock: (Mode, Ttl),
+        waiting: &mut Waiting,
+        report: &mut WaitReport,
+    ) -> std::result::Result<bool, Failure> {
         let mut rounds = 0u64;
         loop {
             // The host's turn after every pause (a signal handler); when it says stop, the
             // waiter leaves the queue as at a deadline.
             if rounds > 0 && crate::interrupt::requested() {
                 report.interrupted = true;
-                self.leave(key, &waiting.queue);
+                self.leave(&waiting.waiter, waiting.deadline);
                 return Ok(false);
             }
             rounds += 1;
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let left = waiting
+                .deadline
+                .map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
-                return self.last_attempt(key, mode, ttl, &waiting.queue, waiting.answered);
+                return self.last_attempt(key, lock, waiting);
             }
             let pause = [Some(SIGNAL_POLL_CAP), waiting.hint, left]
                 .into_iter()
@@ -250,32 +254,30 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
                 .min()
                 .unwrap_or(SIGNAL_POLL_CAP)
                 .max(Duration::from_millis(1));
-            if let Some(got) = self.next_round(key, (mode, ttl), &mut waiting, pause, report)? {
+            if let Some(got) = self.next_round(key, lock, waiting, pause, report)? {
                 return Ok(got);
             }
         }
     }
-}
 
-impl<T: Transport> RedisStore<T> {
     /// One round of a wait and what it means: `Some(true)` when the lock is ours, `None` to go on.
     fn next_round(
         &self,
         key: &mut Key,
-        (mode, ttl): (Mode, Ttl),
+        lock: (Mode, Ttl),
         waiting: &mut Waiting,
         pause: Duration,
         report: &mut WaitReport,
-    ) -> Result<Option<bool>> {
-        let round = match self.round(key, mode, ttl, &waiting.queue, pause) {
+    ) -> std::result::Result<Option<bool>, Failure> {
+        let round = match self.round(key, lock, waiting, pause) {
             // Redis restarted and is loading its data: the lock may well be held there; wait as
             // for a holder that does not hand over, and ask again.
-            Err(e) if is_loading(&e) => {
+            Err(e) if e.is(RunErrorKind::Loading) => {
                 std::thread::sleep(pause);
                 report.polls += 1;
                 return Ok(None);
             }
-            Err(e) => return self.failed(key, waiting, e, report),
+            Err(e) => return self.failed(waiting, e, report),
             Ok(round) => round,
         };
         waiting.answered = true;
@@ -293,7 +295,7 @@ impl<T: Transport> RedisStore<T> {
                 waiting.hint = None;
                 // The holder expires before the pause would have ended: wait that long only.
                 let pause = holder_left.unwrap_or(pause).min(pause);
-                self.until_holder_expires(key, ttl, waiting, pause, report)
+                self.until_holder_expires(key, lock.1, waiting, pause, report)
             }
         }
     }
@@ -307,15 +309,20 @@ impl<T: Transport> RedisStore<T> {
         waiting: &Waiting,
         pause: Duration,
         report: &mut WaitReport,
-    ) -> Result<Option<bool>> {
+    ) -> std::result::Result<Option<bool>, Failure> {
         let asked = Instant::now();
-        let signal = match self.wait_for_signal(&waiting.queue.grant, pause) {
-            Err(e) => return self.failed(key, waiting, e, report),
-            Ok(signal) => signal,
-        };
+        let pause = pause.max(Duration::from_millis(1));
+        let signal =
+            match self
+                .transport
+                .wait_signal(&waiting.waiter.grant, pause, waiting.deadline)
+            {
+                Err(e) => return self.failed(waiting, e.into(), report),
+                Ok(signal) => signal,
+            };
         if signal == Some(Signal::Granted) {
             report.wakeups += 1;
-            self.accept_hand_over(key, ttl, asked, &waiting.queue)?;
+            self.accept_hand_over(key, ttl, asked, waiting)?;
             return Ok(Some(true));
         }
         report.polls += 1;
@@ -328,16 +335,15 @@ impl<T: Transport> RedisStore<T> {
     /// the wait: the waiter leaves the queue, so no release hands the lock to it.
     fn failed(
         &self,
-        key: &mut Key,
         waiting: &Waiting,
-        e: Error,
+        e: Failure,
         report: &mut WaitReport,
-    ) -> Result<Option<bool>> {
-        if is_timed_out(&e) && waiting.deadline.is_some() {
+    ) -> std::result::Result<Option<bool>, Failure> {
+        if e.is(RunErrorKind::TimedOut) && waiting.deadline.is_some() {
             report.polls += 1;
             return Ok(None);
         }
-        self.leave(key, &waiting.queue);
+        self.leave(&waiting.waiter, waiting.deadline);
         Err(e)
     }
 }

@@ -17,10 +17,10 @@ use parking_lot::Mutex;
 
 use super::link::Link;
 use crate::process::PerProcess;
+use crate::store::redis::calls::ScriptCall;
 use crate::store::redis::cluster::{Node, Redirect};
 use crate::store::redis::eviction::eviction_warning;
 use crate::store::redis::pending::{Describe, UnreadReplies};
-use crate::store::redis::scripts::LockScript;
 use crate::store::redis::transport::{RunError, RunErrorKind};
 use crate::store::PendingRelease;
 
@@ -244,16 +244,11 @@ impl Cell {
         }
     }
 
-    /// Writes `script` behind the replies still unread, without reading its own (`pending.rs`);
+    /// Writes `call` behind the replies still unread, without reading its own (`pending.rs`);
     /// `None` when there is no connection to write to (none yet, or the write broke it).
-    pub(super) fn send(
-        &mut self,
-        script: &'static LockScript,
-        (keys, args): (&[&[u8]], &[&[u8]]),
-        link: &Link<'_>,
-    ) -> Option<PendingRelease> {
+    pub(super) fn send(&mut self, call: &ScriptCall, link: &Link<'_>) -> Option<PendingRelease> {
         let connection = self.connection.as_mut()?;
-        match self.unread.send(connection, script, keys, args) {
+        match self.unread.send(connection, call) {
             Ok(pending) => Some(pending),
             Err(e) => {
                 self.drop_connection(&link.error(&e).to_string());

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::process::PerProcess;
+use crate::store::redis::calls::ScriptCall;
 use crate::store::redis::client::{keep_open, open, ClientFactory};
 use crate::store::redis::dsn::{Dsn, Endpoint};
+use crate::store::redis::pending::evalsha;
 use crate::store::redis::protocol::{self, Signal};
 use crate::store::redis::replicas::{self, ReplicaAck};
 use crate::store::redis::scripts::LockScript;
@@ -68,8 +70,6 @@ pub struct NativeTransport {
     dsn: Dsn,
     name: String,
     topology: Topology,
-    /// No socket wait lasts past this (`Transport::set_deadline`): read once as each call starts.
-    deadline: Mutex<Option<Instant>>,
 }
 
 impl NativeTransport {
@@ -105,7 +105,6 @@ impl NativeTransport {
             name: dsn.redacted(),
             dsn,
             topology,
-            deadline: Mutex::new(None),
         })
     }
 
@@ -128,19 +127,18 @@ impl NativeTransport {
             dsn: self.dsn.clone(),
             name: self.name.clone(),
             topology,
-            deadline: Mutex::new(None),
         }
     }
 
-    /// This call's view of the transport, with the deadline as it is now.
-    fn link(&self) -> Link<'_> {
+    /// A call's view of the transport: no socket wait of it lasts past `deadline`.
+    fn link(&self, deadline: Option<Instant>) -> Link<'_> {
         let connection = &self.dsn.connection;
         Link {
             name: &self.name,
             connect_timeout: connection.connect_timeout,
             read_timeout: connection.read_timeout,
             tls: connection.endpoint.tls(),
-            deadline: *self.deadline.lock(),
+            deadline,
         }
     }
 
@@ -241,26 +239,30 @@ impl Transport for NativeTransport {
         &self.name
     }
 
-    fn run(&self, script: &LockScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<i64, RunError> {
-        let link = self.link();
+    fn run(&self, call: &ScriptCall, deadline: Option<Instant>) -> Result<i64, RunError> {
+        let link = self.link(deadline);
         let describe = |e: &redis::RedisError| link.error(e).to_string();
-        let ack = self.replicas(&link).filter(|_| script.writes_lock());
+        let ack = self.replicas(&link).filter(|_| call.script().writes_lock());
         let wait = link.read_timeout + ack.map_or(Duration::ZERO, |ack| ack.timeout);
-        let route = keys.first().copied().unwrap_or_default();
-        let (reply, shortfall) = self.with_connection(&link, route, wait, &mut |session| {
-            let reply =
-                session
+        let (reply, shortfall) =
+            self.with_connection(&link, call.route(), wait, &mut |session| {
+                let reply = session
                     .unread
-                    .run_behind(session.connection, script, keys, args, &describe)?;
-            let took = protocol::took(reply);
-            Ok((reply, replicas::check(ack, took, session.connection)?))
-        })?;
+                    .run_behind(session.connection, call, &describe)?;
+                let took = protocol::took(reply);
+                Ok((reply, replicas::check(ack, took, session.connection)?))
+            })?;
         link.acknowledged(shortfall)?;
         Ok(reply)
     }
 
-    fn wait_signal(&self, list: &[u8], timeout: Duration) -> Result<Option<Signal>, RunError> {
-        self.blocking(&self.link(), list, timeout, |session, seconds| {
+    fn wait_signal(
+        &self,
+        list: &[u8],
+        timeout: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Signal>, RunError> {
+        self.blocking(&self.link(deadline), list, timeout, |session, seconds| {
             let popped: Popped = redis::cmd("BLPOP")
                 .arg(list)
                 .arg(seconds)
@@ -271,34 +273,28 @@ impl Transport for NativeTransport {
 
     fn run_then_wait(
         &self,
-        script: &LockScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
+        call: &ScriptCall,
         list: &[u8],
         timeout: Duration,
+        deadline: Option<Instant>,
     ) -> Result<RanThenWaited, RunError> {
-        let link = self.link();
-        let route = keys.first().copied().unwrap_or_default();
-        let (ran, shortfall) = self.blocking(&link, route, timeout, |session, seconds| {
-            let mut pipe = redis::pipe();
-            let mut evalsha = redis::cmd("EVALSHA");
-            evalsha
-                .arg(script.sha1())
-                .arg(keys.len())
-                .arg(keys)
-                .arg(args);
-            session.push(&mut pipe, evalsha);
-            let mut blpop = redis::cmd("BLPOP");
-            blpop.arg(list).arg(seconds);
-            session.push(&mut pipe, blpop);
-            let (reply, popped) = query_loading_script(&pipe, script, session.connection)?;
-            let signal = popped.and_then(|(_, item)| Signal::parse(&item));
-            // Taken by the attempt (a hand-over is acknowledged through its claim, wait.rs). The
-            // WAIT is bounded by the time left now, after the pop.
-            let ack = self.replicas(&link);
-            let shortfall = replicas::check(ack, protocol::took(reply), session.connection)?;
-            Ok(((reply, signal), shortfall))
-        })?;
+        let link = self.link(deadline);
+        let (ran, shortfall) =
+            self.blocking(&link, call.route(), timeout, |session, seconds| {
+                let mut pipe = redis::pipe();
+                session.push(&mut pipe, evalsha(call));
+                let mut blpop = redis::cmd("BLPOP");
+                blpop.arg(list).arg(seconds);
+                session.push(&mut pipe, blpop);
+                let (reply, popped) =
+                    query_loading_script(&pipe, call.script(), session.connection)?;
+                let signal = popped.and_then(|(_, item)| Signal::parse(&item));
+                // Taken by the attempt (a hand-over is acknowledged through its claim, wait.rs). The
+                // WAIT is bounded by the time left now, after the pop.
+                let ack = self.replicas(&link);
+                let shortfall = replicas::check(ack, protocol::took(reply), session.connection)?;
+                Ok(((reply, signal), shortfall))
+            })?;
         link.acknowledged(shortfall)?;
         Ok(ran)
     }
@@ -322,7 +318,7 @@ impl Transport for NativeTransport {
     }
 
     fn read_unread(&self) {
-        let link = self.link();
+        let link = self.link(None);
         let describe = |e: &redis::RedisError| link.error(e).to_string();
         let timeout = link.capped(link.read_timeout);
         for cell in self.cells() {
@@ -330,27 +326,18 @@ impl Transport for NativeTransport {
         }
     }
 
-    fn send(
-        &self,
-        script: &'static LockScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-    ) -> Result<PendingRelease, RunError> {
+    fn send(&self, call: &ScriptCall) -> Result<PendingRelease, RunError> {
         // A cluster never defers a release (the DSN refuses it): it runs now.
         let (Topology::Direct(_, own) | Topology::Sentinel(_, own)) = &self.topology else {
-            self.run(script, keys, args)?;
+            self.run(call, None)?;
             return Ok(PendingRelease::done());
         };
-        if let Some(pending) = own.get().lock().send(script, (keys, args), &self.link()) {
+        if let Some(pending) = own.get().lock().send(call, &self.link(None)) {
             return Ok(pending);
         }
         // No connection to write to (a first command, or it just broke): run it now, on a new one.
-        self.run(script, keys, args)?;
+        self.run(call, None)?;
         Ok(PendingRelease::done())
-    }
-
-    fn set_deadline(&self, deadline: Option<Instant>) {
-        *self.deadline.lock() = deadline;
     }
 
     fn for_background(&self) -> Option<Box<dyn Transport + Send + Sync>> {

@@ -1,5 +1,5 @@
 -- Shared head of every Deadbolt lock script (symfony/lock's Redis data model, docs/API-CONTRACT.md),
--- after the header generated from protocol.rs, which names KEYS and ARGV (key, token, QUEUE, ...)
+-- after the generated header, which names the script's KEYS and ARGV (calls.rs: key, token, ...)
 -- and holds the protocol's constants and signals.
 -- Every redis.call costs server time inside one round trip, so each script calls only what its
 -- case needs (a free key is the common case of an acquire, nobody waiting that of a release), and
@@ -28,9 +28,4 @@ local function expire_at_max()
     if top then
         redis.call("PEXPIREAT", key, top)
     end
-end
-
--- A waiter's grant list, named after the queue as keys.rs names it.
-local function grant_list(waiter)
-    return QUEUE .. GRANT_SEPARATOR .. waiter
 end

@@ -1,0 +1,257 @@
+//! One typed call per lock script. Each script declares the names its Lua gives KEYS and ARGV (a
+//! [`Layout`], from which `scripts.rs` generates its header), and each operation below builds its
+//! script's KEYS and ARGV in exactly that order: no call site counts positions, and a script
+//! never sees a key under another key's name.
+
+use std::time::Duration;
+
+use super::keys;
+use super::protocol::WAITING;
+use super::scripts::{LockScript, CLAIM, DELETE, EXISTS, FENCE, LEAVE, PUT_OFF, SAVE, SAVE_READ};
+use crate::store::Mode;
+use crate::Ttl;
+
+/// The names a script's Lua gives its KEYS and ARGV, in order.
+pub struct Layout {
+    pub keys: &'static [&'static str],
+    pub args: &'static [&'static str],
+}
+
+/// SAVE and SAVE_READ: the lock, the keys a release may touch (named by every acquire so that a
+/// Redis ACL that does not grant them fails the acquire, not the release after the work is done)
+/// and, for a caller that waits, its grant list. ARGV: the owner token, the TTL in ms, "wait"
+/// for a caller that waits when refused, how long (ms) it then waits on its grant list in the
+/// same round trip (the script ends that wait with a signal of its own when there is nothing to
+/// wait for), and "1" once the wait is older than the protocol's `TAKE_BACK_AFTER`. A caller that
+/// does not wait names neither GRANT nor the last three (nil in Lua).
+pub const TAKE: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
+    args: &["token", "TTL_MS", "WAIT", "PAUSE_MS", "OVERDUE"],
+};
+/// PUT_OFF: extend my lock to now + TTL_MS.
+pub const EXTEND: Layout = Layout {
+    keys: &["key"],
+    args: &["token", "TTL_MS"],
+};
+/// DELETE: release, and hand the lock over to the longest waiter.
+pub const RELEASE: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS"],
+    args: &["token"],
+};
+/// EXISTS: do I hold a live lock?
+pub const CHECK: Layout = Layout {
+    keys: &["key"],
+    args: &["token"],
+};
+/// FENCE: the next fencing token, from the resource's counter.
+pub const DRAW: Layout = Layout {
+    keys: &["key", "COUNTER"],
+    args: &["token"],
+};
+/// CLAIM: a waiter handed the lock takes its hand-over record.
+pub const ACCEPT: Layout = Layout {
+    keys: &["key", "HANDOVERS"],
+    args: &["token"],
+};
+/// LEAVE: a waiter gives up (and releases a lock handed over to it meanwhile).
+pub const GIVE_UP: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
+    args: &["token"],
+};
+
+/// A script with its KEYS and ARGV, ready for a transport. Made only by the operations below.
+#[derive(Clone)]
+pub struct ScriptCall {
+    script: &'static LockScript,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+/// Which lock a call is about: the resource and the owner's token.
+#[derive(Clone, Copy)]
+pub struct Holder<'a> {
+    pub resource: &'a [u8],
+    pub token: &'a str,
+}
+
+/// What a waiting caller's attempt adds: how long it then waits on its grant list in the same
+/// round trip (`None`: not at all, a last attempt), and whether its wait is overdue (protocol.rs).
+#[derive(Clone, Copy)]
+pub struct Turn {
+    pub pause: Option<Duration>,
+    pub overdue: bool,
+}
+
+impl ScriptCall {
+    fn new(script: &'static LockScript, keys: Vec<Vec<u8>>, args: Vec<Vec<u8>>) -> Self {
+        let layout = script.layout();
+        debug_assert!(keys.len() <= layout.keys.len() && args.len() <= layout.args.len());
+        ScriptCall { script, keys, args }
+    }
+
+    /// Take the lock in `mode` for `ttl`; a waiting caller's attempt with its `turn`.
+    pub fn take(mode: Mode, holder: Holder<'_>, ttl: Ttl, turn: Option<Turn>) -> Self {
+        let script = match mode {
+            Mode::Exclusive => &SAVE,
+            Mode::Shared => &SAVE_READ,
+        };
+        let mut keys = release_keys(holder.resource);
+        let mut args = vec![
+            holder.token.into(),
+            ttl_millis(ttl).to_string().into_bytes(),
+        ];
+        if let Some(turn) = turn {
+            keys.push(grant_list(holder));
+            let pause = turn.pause.map(|p| p.as_millis().to_string());
+            args.push(WAITING.to_vec());
+            args.push(pause.unwrap_or_default().into_bytes());
+            args.push(if turn.overdue {
+                b"1".to_vec()
+            } else {
+                Vec::new()
+            });
+        }
+        Self::new(script, keys, args)
+    }
+
+    /// Extend the lock to now + `ttl`.
+    pub fn extend(holder: Holder<'_>, ttl: Ttl) -> Self {
+        let args = vec![
+            holder.token.into(),
+            ttl_millis(ttl).to_string().into_bytes(),
+        ];
+        Self::new(&PUT_OFF, vec![holder.resource.to_vec()], args)
+    }
+
+    /// Release the lock (handing it over to the longest waiter).
+    pub fn release(holder: Holder<'_>) -> Self {
+        Self::new(
+            &DELETE,
+            release_keys(holder.resource),
+            vec![holder.token.into()],
+        )
+    }
+
+    /// Whether the holder holds a live lock.
+    pub fn check(holder: Holder<'_>) -> Self {
+        Self::new(
+            &EXISTS,
+            vec![holder.resource.to_vec()],
+            vec![holder.token.into()],
+        )
+    }
+
+    /// Draw the next fencing token (the live writer only).
+    pub fn draw_fencing_token(holder: Holder<'_>) -> Self {
+        let keys = vec![holder.resource.to_vec(), keys::fence(holder.resource)];
+        Self::new(&FENCE, keys, vec![holder.token.into()])
+    }
+
+    /// A waiter handed the lock takes its hand-over record.
+    pub fn accept_hand_over(holder: Holder<'_>) -> Self {
+        let keys = vec![holder.resource.to_vec(), keys::handovers(holder.resource)];
+        Self::new(&CLAIM, keys, vec![holder.token.into()])
+    }
+
+    /// A waiter leaves the queue.
+    pub fn give_up(holder: Holder<'_>) -> Self {
+        let mut keys = release_keys(holder.resource);
+        keys.push(grant_list(holder));
+        Self::new(&LEAVE, keys, vec![holder.token.into()])
+    }
+
+    /// The script.
+    pub fn script(&self) -> &'static LockScript {
+        self.script
+    }
+
+    /// KEYS, in the script's order.
+    pub fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
+
+    /// ARGV, in the script's order.
+    pub fn args(&self) -> &[Vec<u8>] {
+        &self.args
+    }
+
+    /// The key that routes the call (its hash slot, on a Redis Cluster): the lock's.
+    pub fn route(&self) -> &[u8] {
+        &self.keys[0]
+    }
+}
+
+/// The lock and the keys a release may touch (QUEUE, WAITERS, HANDOVERS).
+fn release_keys(resource: &[u8]) -> Vec<Vec<u8>> {
+    vec![
+        resource.to_vec(),
+        keys::queue(resource),
+        keys::waiters(resource),
+        keys::handovers(resource),
+    ]
+}
+
+/// The holder's grant list, where a release signals a hand-over.
+pub fn grant_list(holder: Holder<'_>) -> Vec<u8> {
+    keys::grant_list(&keys::queue(holder.resource), holder.token)
+}
+
+/// Milliseconds for Redis, rounded up so a tiny TTL never becomes 0.
+pub fn ttl_millis(ttl: Ttl) -> u64 {
+    let millis = ttl.duration().as_nanos().div_ceil(1_000_000);
+    u64::try_from(millis).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOLDER: Holder<'static> = Holder {
+        resource: b"orders",
+        token: "t0k3n",
+    };
+
+    /// Every operation names what its script's layout names, key for key.
+    #[test]
+    fn each_call_fills_its_scripts_layout() {
+        let ttl = Ttl::from_secs(1.0).unwrap();
+        let turn = Turn {
+            pause: Some(Duration::from_millis(100)),
+            overdue: true,
+        };
+        let full = [
+            ScriptCall::take(Mode::Exclusive, HOLDER, ttl, Some(turn)),
+            ScriptCall::take(Mode::Shared, HOLDER, ttl, Some(turn)),
+            ScriptCall::extend(HOLDER, ttl),
+            ScriptCall::release(HOLDER),
+            ScriptCall::check(HOLDER),
+            ScriptCall::draw_fencing_token(HOLDER),
+            ScriptCall::accept_hand_over(HOLDER),
+            ScriptCall::give_up(HOLDER),
+        ];
+        for call in &full {
+            let layout = call.script().layout();
+            assert_eq!(call.keys().len(), layout.keys.len());
+            assert_eq!(call.args().len(), layout.args.len());
+            assert_eq!(call.route(), b"orders");
+            assert_eq!(call.args()[0], b"t0k3n");
+        }
+        let alone = ScriptCall::take(Mode::Exclusive, HOLDER, ttl, None);
+        assert_eq!(alone.keys().len(), 4);
+        assert_eq!(alone.args(), [b"t0k3n".to_vec(), b"1000".to_vec()]);
+    }
+
+    #[test]
+    fn the_counter_and_the_hand_overs_are_named_as_such() {
+        let fence = ScriptCall::draw_fencing_token(HOLDER);
+        assert_eq!(fence.keys()[1], keys::fence(b"orders"));
+        let claim = ScriptCall::accept_hand_over(HOLDER);
+        assert_eq!(claim.keys()[1], keys::handovers(b"orders"));
+    }
+
+    #[test]
+    fn ttl_in_milliseconds_rounds_up() {
+        assert_eq!(ttl_millis(Ttl::from_secs(0.0001).unwrap()), 1);
+        assert_eq!(ttl_millis(Ttl::from_secs(1.5).unwrap()), 1500);
+    }
+}
