@@ -63,7 +63,7 @@ impl PhpLockFactory {
     /// `$autoRefresh`: a background thread keeps the TTL topped up while the lock is held (Redis
     /// by DSN; flock and in-memory locks never expire anyway). `$maxHold`: seconds after which
     /// the refresher stops and the lock runs out by itself.
-    #[php(defaults(ttl = 300.0, autoRelease = true, autoRefresh = false, maxHold = None))]
+    #[php(defaults(ttl = deadbolt_core::DEFAULT_TTL_SECS, autoRelease = true, autoRefresh = false, maxHold = None))]
     pub fn create_lock(
         &self,
         resource: Bytes<1>,
@@ -76,7 +76,7 @@ impl PhpLockFactory {
         self.lock(&key, ttl.0, autoRelease.0, autoRefresh.0, maxHold.0)
     }
 
-    #[php(defaults(ttl = 300.0, autoRelease = true, autoRefresh = false, maxHold = None))]
+    #[php(defaults(ttl = deadbolt_core::DEFAULT_TTL_SECS, autoRelease = true, autoRefresh = false, maxHold = None))]
     pub fn create_lock_from_key(
         &self,
         key: &PhpKey,

@@ -96,7 +96,7 @@ fn lent_client(client: &Zval) -> PhpResult<PhpClientTransport> {
 store_class_methods!(PhpRedisStore {
     /// `$connection`: `redis://…`, `rediss://…`, `redis:///path.sock` (see the DSN options in the
     /// stub), or a connected `\Redis`, `\RedisCluster`, `\Predis\ClientInterface`.
-    #[php(defaults(initialTtl = 300.0))]
+    #[php(defaults(initialTtl = deadbolt_core::DEFAULT_TTL_SECS))]
     pub fn __construct(connection: &Zval, initialTtl: Float<2>) -> PhpResult<Self> {
         let connection = match connection.str() {
             Some(dsn) => Connection::Dsn(dsn),

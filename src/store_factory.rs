@@ -10,9 +10,6 @@ use crate::error_map::invalid_argument;
 use crate::redis_store::{Connection, PhpRedisStore};
 use crate::stores::{PhpFlockStore, PhpInMemoryStore};
 
-/// symfony/lock's default `$initialTtl` for a Redis store.
-const DEFAULT_INITIAL_TTL: f64 = 300.0;
-
 #[php_class]
 #[php(name = "Deadbolt\\Store\\StoreFactory")]
 #[php(flags = ClassFlags::Final)]
@@ -24,12 +21,17 @@ impl PhpStoreFactory {
     /// `redis://…`, `rediss://…`) or a Redis client object (`\Redis`, `\RedisCluster`, Predis).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
         let Some(connection) = connection.str() else {
-            let store =
-                PhpRedisStore::connect(Connection::Client(connection), DEFAULT_INITIAL_TTL)?;
+            let store = PhpRedisStore::connect(
+                Connection::Client(connection),
+                deadbolt_core::DEFAULT_TTL_SECS,
+            )?;
             return Ok(ZendClassObject::new(store).into());
         };
         if connection.starts_with("redis:") || connection.starts_with("rediss:") {
-            let store = PhpRedisStore::connect(Connection::Dsn(connection), DEFAULT_INITIAL_TTL)?;
+            let store = PhpRedisStore::connect(
+                Connection::Dsn(connection),
+                deadbolt_core::DEFAULT_TTL_SECS,
+            )?;
             return Ok(ZendClassObject::new(store).into());
         }
         if connection == "in-memory" {

@@ -53,4 +53,4 @@ pub use store::{
     wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender, FencingStore, Mode,
     PendingRelease, Store, WaitReport,
 };
-pub use ttl::{shown as shown_secs, Ttl};
+pub use ttl::{shown as shown_secs, Ttl, DEFAULT_TTL_SECS};

@@ -9,6 +9,11 @@ use crate::{Error, Result};
 /// "now + ttl" fits every clock and Redis' millisecond scores.
 const MAX_SECS: f64 = 1e9;
 
+/// The TTL a lock gets when its caller names none, and a Redis store's initial TTL: symfony/lock's
+/// (`LockFactory::createLock`, `RedisStore::__construct`), the one number the extension's default
+/// arguments are written with.
+pub const DEFAULT_TTL_SECS: f64 = 300.0;
+
 /// A positive, finite lock duration.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Ttl(Duration);
