@@ -271,7 +271,7 @@ unsafe extern "C" fn compare_keys(
 }
 
 /// The values kept in its state (`setState()`), each one counted reference of this Key's.
-impl crate::gc::GcChildren for PhpKey {
+impl crate::zend_object::gc::GcChildren for PhpKey {
     fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
         if let Ok(state) = self.state.try_borrow() {
             state.iter().for_each(|(_, value)| report(value));

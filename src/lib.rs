@@ -7,7 +7,6 @@ mod combined_store;
 mod end_of_request;
 mod error_map;
 mod exceptions;
-mod gc;
 mod interfaces;
 mod interrupts;
 mod key;
@@ -59,13 +58,13 @@ extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     0
 }
 
-/// Every change to the engine's classes, in one place (zend_object.rs does each):
+/// Every change to the engine's classes, in one place (`zend_object/` does each):
 /// - `serialize()` reaches `Lock::__serialize` (symfony/lock's `BadMethodCallException`) and
 ///   `Key::__serialize` (a Key of a store not bound to a process travels);
 /// - a Lock dying while held is released in PHP's destructor phase;
 /// - a LockFactory subclass that skipped `parent::__construct()` is told so;
 /// - two distinct Keys are not `==`;
-/// - PHP's cycle collector sees the values a Lock, a LockFactory and a Key hold (gc.rs);
+/// - PHP's cycle collector sees the values a Lock, a LockFactory and a Key hold (`zend_object/gc.rs`);
 /// - `var_dump()`/`print_r()` show each object's safe state, `var_export()` a Key's resource;
 /// - an exception a signal handler throws during a client's call is told apart from the client's;
 /// - the parameters that may carry a password (a DSN, or a client holding one) are
@@ -78,9 +77,9 @@ fn install_engine_hooks() {
     key::PhpKey::hook_compare();
     zend_object::hook_debug_info::<key::PhpKey>();
     zend_object::hook_var_export::<key::PhpKey>();
-    gc::hook_gc::<key::PhpKey>();
-    gc::hook_gc::<lock::PhpLock>();
-    gc::hook_gc::<lock_factory::PhpLockFactory>();
+    zend_object::gc::hook_gc::<key::PhpKey>();
+    zend_object::gc::hook_gc::<lock::PhpLock>();
+    zend_object::gc::hook_gc::<lock_factory::PhpLockFactory>();
     zend_object::hook_debug_info::<lock::PhpLock>();
     zend_object::hook_debug_info::<lock_factory::PhpLockFactory>();
     zend_object::hook_debug_info::<stores::PhpFlockStore>();

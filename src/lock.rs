@@ -305,7 +305,7 @@ impl crate::zend_object::DebugInfo for PhpLock {
 }
 
 /// Its logger, and the object of a store written in PHP that only this Lock holds.
-impl crate::gc::GcChildren for PhpLock {
+impl crate::zend_object::gc::GcChildren for PhpLock {
     fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
         if let Some(logger) = &self.logger {
             report(logger);

@@ -179,7 +179,7 @@ unsafe extern "C" fn constructed_only(ex: *mut zend_execute_data, retval: *mut z
 }
 
 /// Its logger, and the object of a store written in PHP that only this factory holds.
-impl crate::gc::GcChildren for PhpLockFactory {
+impl crate::zend_object::gc::GcChildren for PhpLockFactory {
     fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
         if let Some(logger) = &self.logger {
             report(logger);

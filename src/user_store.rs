@@ -28,9 +28,9 @@ use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 use ext_php_rs::zend::ClassEntry;
 use parking_lot::MutexGuard;
 
-use crate::gc::GcChildren;
 use crate::key::PhpKey;
 use crate::php_call::guarded;
+use crate::zend_object::gc::GcChildren;
 use crate::zend_object::{take_pending_exception, ParkedException};
 
 /// The interface an object implements to be taken as a store.

@@ -1,7 +1,10 @@
 //! Every change Deadbolt makes to the Zend engine's own state, in one place: the destructor hook of
 //! a class, the class's serializable flag, an exception set aside while a destructor calls into
 //! PHP, an exception a client just threw, and a shutdown callback. Each guard puts the engine's
-//! state back in its `Drop`, so no early return can leave it changed.
+//! state back in its `Drop`, so no early return can leave it changed. `gc.rs`: what the cycle
+//! collector sees of an object (the `get_gc` handler).
+
+pub mod gc;
 
 use std::sync::OnceLock;
 
