@@ -1,7 +1,7 @@
 //! One typed call per lock script. Each script declares the names its Lua gives KEYS and ARGV (a
-//! [`Layout`], from which `scripts.rs` generates its header), and each operation below builds its
-//! script's KEYS and ARGV in exactly that order: no call site counts positions, and a script
-//! never sees a key under another key's name.
+//! [`super::scripts::Layout`], from which its header is generated), and each operation below
+//! builds its script's KEYS and ARGV in exactly that order: no call site counts positions, and a
+//! script never sees a key under another key's name.
 
 use std::time::Duration;
 
@@ -10,54 +10,6 @@ use super::protocol::WAITING;
 use super::scripts::{LockScript, CLAIM, DELETE, EXISTS, FENCE, LEAVE, PUT_OFF, SAVE, SAVE_READ};
 use crate::store::Mode;
 use crate::Ttl;
-
-/// The names a script's Lua gives its KEYS and ARGV, in order.
-pub struct Layout {
-    pub keys: &'static [&'static str],
-    pub args: &'static [&'static str],
-}
-
-/// SAVE and SAVE_READ: the lock, the keys a release may touch (named by every acquire so that a
-/// Redis ACL that does not grant them fails the acquire, not the release after the work is done)
-/// and, for a caller that waits, its grant list. ARGV: the owner token, the TTL in ms, "wait"
-/// for a caller that waits when refused, how long (ms) it then waits on its grant list in the
-/// same round trip (the script ends that wait with a signal of its own when there is nothing to
-/// wait for), and "1" once the wait is older than the protocol's `TAKE_BACK_AFTER`. A caller that
-/// does not wait names neither GRANT nor the last three (nil in Lua).
-pub const TAKE: Layout = Layout {
-    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
-    args: &["token", "TTL_MS", "WAIT", "PAUSE_MS", "OVERDUE"],
-};
-/// PUT_OFF: extend my lock to now + TTL_MS.
-pub const EXTEND: Layout = Layout {
-    keys: &["key"],
-    args: &["token", "TTL_MS"],
-};
-/// DELETE: release, and hand the lock over to the longest waiter.
-pub const RELEASE: Layout = Layout {
-    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS"],
-    args: &["token"],
-};
-/// EXISTS: do I hold a live lock?
-pub const CHECK: Layout = Layout {
-    keys: &["key"],
-    args: &["token"],
-};
-/// FENCE: the next fencing token, from the resource's counter.
-pub const DRAW: Layout = Layout {
-    keys: &["key", "COUNTER"],
-    args: &["token"],
-};
-/// CLAIM: a waiter handed the lock takes its hand-over record.
-pub const ACCEPT: Layout = Layout {
-    keys: &["key", "HANDOVERS"],
-    args: &["token"],
-};
-/// LEAVE: a waiter gives up (and releases a lock handed over to it meanwhile).
-pub const GIVE_UP: Layout = Layout {
-    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
-    args: &["token"],
-};
 
 /// A script with its KEYS and ARGV, ready for a transport. Made only by the operations below.
 #[derive(Clone)]

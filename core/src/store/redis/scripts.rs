@@ -8,13 +8,60 @@
 
 use std::sync::LazyLock;
 
-use super::calls::{self, Layout};
 use super::protocol::lua_constants;
 use crate::store::Mode;
 
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 /// The helpers of the scripts that name the queue (those that wait, those that hand over).
 const QUEUE: &str = include_str!("scripts/queue.lua");
+
+/// The names a script's Lua gives its KEYS and ARGV, in order.
+pub struct Layout {
+    pub keys: &'static [&'static str],
+    pub args: &'static [&'static str],
+}
+
+/// SAVE and SAVE_READ: the lock, the keys a release may touch (named by every acquire so that a
+/// Redis ACL that does not grant them fails the acquire, not the release after the work is done)
+/// and, for a caller that waits, its grant list. ARGV: the owner token, the TTL in ms, "wait"
+/// for a caller that waits when refused, how long (ms) it then waits on its grant list in the
+/// same round trip (the script ends that wait with a signal of its own when there is nothing to
+/// wait for), and "1" once the wait is older than the protocol's `TAKE_BACK_AFTER`. A caller that
+/// does not wait names neither GRANT nor the last three (nil in Lua).
+pub const TAKE: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
+    args: &["token", "TTL_MS", "WAIT", "PAUSE_MS", "OVERDUE"],
+};
+/// PUT_OFF: extend my lock to now + TTL_MS.
+pub const EXTEND: Layout = Layout {
+    keys: &["key"],
+    args: &["token", "TTL_MS"],
+};
+/// DELETE: release, and hand the lock over to the longest waiter.
+pub const RELEASE: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS"],
+    args: &["token"],
+};
+/// EXISTS: do I hold a live lock?
+pub const CHECK: Layout = Layout {
+    keys: &["key"],
+    args: &["token"],
+};
+/// FENCE: the next fencing token, from the resource's counter.
+pub const DRAW: Layout = Layout {
+    keys: &["key", "COUNTER"],
+    args: &["token"],
+};
+/// CLAIM: a waiter handed the lock takes its hand-over record.
+pub const ACCEPT: Layout = Layout {
+    keys: &["key", "HANDOVERS"],
+    args: &["token"],
+};
+/// LEAVE: a waiter gives up (and releases a lock handed over to it meanwhile).
+pub const GIVE_UP: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
+    args: &["token"],
+};
 
 /// One lock script: its source (for EVAL/SCRIPT LOAD) and its SHA1 (for EVALSHA).
 pub struct LockScript {
@@ -36,7 +83,7 @@ impl LockScript {
     fn taking(mode: Mode, operation: &str) -> Self {
         let exclusive = format!("local EXCLUSIVE = {}", mode == Mode::Exclusive);
         Self::from_parts(
-            &calls::TAKE,
+            &TAKE,
             &[
                 &exclusive,
                 include_str!("scripts/free_key.lua"),
@@ -111,47 +158,44 @@ impl LockScript {
     }
 }
 
-/// Exclusive lock (and promotion of a sole reader), [`calls::TAKE`]. Returns 1 (2 when a waiter
+/// Exclusive lock (and promotion of a sole reader), [`TAKE`]. Returns 1 (2 when a waiter
 /// found it handed over), or 0 / minus the holder's remaining ms when held.
 pub static SAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(Mode::Exclusive, include_str!("scripts/save.lua")));
 /// Shared lock (and demotion of a writer), as `SAVE`.
 pub static SAVE_READ: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::taking(Mode::Shared, include_str!("scripts/save_read.lua")));
-/// Extend, [`calls::EXTEND`]. Returns 1, or 0 when not held.
-pub static PUT_OFF: LazyLock<LockScript> = LazyLock::new(|| {
-    LockScript::new(&calls::EXTEND, include_str!("scripts/put_off.lua")).writing_lock()
-});
-/// Release, and hand the lock over to the longest waiter, [`calls::RELEASE`]. Returns 1, or 0
+/// Extend, [`EXTEND`]. Returns 1, or 0 when not held.
+pub static PUT_OFF: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(&EXTEND, include_str!("scripts/put_off.lua")).writing_lock());
+/// Release, and hand the lock over to the longest waiter, [`RELEASE`]. Returns 1, or 0
 /// when not held.
 pub static DELETE: LazyLock<LockScript> = LazyLock::new(|| {
     LockScript::releasing(
-        &calls::RELEASE,
+        &RELEASE,
         Some(include_str!("scripts/release_alone.lua")),
         include_str!("scripts/delete.lua"),
     )
 });
-/// Ownership check, [`calls::CHECK`]. Returns 1 or 0.
+/// Ownership check, [`CHECK`]. Returns 1 or 0.
 pub static EXISTS: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(&calls::CHECK, include_str!("scripts/exists.lua")));
+    LazyLock::new(|| LockScript::new(&CHECK, include_str!("scripts/exists.lua")));
 
-/// The next fencing token, for the current writer only, [`calls::DRAW`]. Returns the token
+/// The next fencing token, for the current writer only, [`DRAW`]. Returns the token
 /// (>= 1), or 0 when not the writer.
 pub static FENCE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(&calls::DRAW, include_str!("scripts/fence.lua")));
+    LazyLock::new(|| LockScript::new(&DRAW, include_str!("scripts/fence.lua")));
 
 /// A waiter handed the lock takes its hand-over record (so that nobody takes the lock back) and
 /// confirms it holds the lock: a write of its own after the releaser's, for replicas to
-/// acknowledge, [`calls::ACCEPT`]. Returns 1, or 0 when not held.
-pub static CLAIM: LazyLock<LockScript> = LazyLock::new(|| {
-    LockScript::new(&calls::ACCEPT, include_str!("scripts/claim.lua")).writing_lock()
-});
+/// acknowledge, [`ACCEPT`]. Returns 1, or 0 when not held.
+pub static CLAIM: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(&ACCEPT, include_str!("scripts/claim.lua")).writing_lock());
 
-/// A waiter gives up (and releases a lock handed over to it meanwhile), [`calls::GIVE_UP`].
+/// A waiter gives up (and releases a lock handed over to it meanwhile), [`GIVE_UP`].
 /// Returns 1.
-pub static LEAVE: LazyLock<LockScript> = LazyLock::new(|| {
-    LockScript::releasing(&calls::GIVE_UP, None, include_str!("scripts/leave.lua"))
-});
+pub static LEAVE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::releasing(&GIVE_UP, None, include_str!("scripts/leave.lua")));
 
 /// `local NAME = KEYS[i]` and `local NAME = ARGV[i]` for each name of `layout`.
 fn names(layout: &Layout) -> String {
