@@ -52,56 +52,68 @@ impl Cell {
 /// the next FPM request or the next factory finds its connection ready.
 pub const IDLE_KEPT: usize = 8;
 
-/// This process's cells by name (a connection identity, and a purpose), each with the order in
-/// which it was made.
+/// The PHP thread a cell serves, the one that made its transport: under a thread-safe PHP each
+/// thread has its own connections, so that no socket is ever used by two PHP threads at once and
+/// no request waits behind another thread's blocking wait; under NTS there is one PHP thread.
+/// (Not the thread that happens to call: a CombinedStore asks its members from scoped threads of
+/// its PHP thread, which use that thread's connections.)
+pub type Owner = std::thread::ThreadId;
+
+/// What a cell is found by: its owner and its name.
+type CellKey = (Owner, String);
+
+/// This process's cells by owner and name (a connection identity, and a purpose), each with the
+/// order in which it was made.
 #[derive(Default)]
 struct Cells {
-    by_name: HashMap<String, (u64, Arc<Mutex<Cell>>)>,
+    by_name: HashMap<CellKey, (u64, Arc<Mutex<Cell>>)>,
     made: u64,
 }
 
 static CELLS: LazyLock<PerProcess<Mutex<Cells>>> = LazyLock::new(PerProcess::new);
 
-/// This process's cell named `name`, made on first use. Making one closes the oldest idle
-/// connections beyond [`IDLE_KEPT`] (idle: no transport holds the cell but this table).
-pub fn cell_named(name: &str) -> Arc<Mutex<Cell>> {
+/// This process's cell of `owner` named `name`, made on first use. Making one closes the oldest
+/// idle connections beyond [`IDLE_KEPT`] (idle: no transport holds the cell but this table; a
+/// PHP thread that ended leaves only idle ones).
+pub fn cell_named(owner: Owner, name: &str) -> Arc<Mutex<Cell>> {
     let mut cells = CELLS.get_or_init(Mutex::default).lock();
-    if let Some((_, cell)) = cells.by_name.get(name) {
+    let key = (owner, name.to_owned());
+    if let Some((_, cell)) = cells.by_name.get(&key) {
         return Arc::clone(cell);
     }
-    let mut idle: Vec<(u64, String)> = cells
+    let mut idle: Vec<(u64, CellKey)> = cells
         .by_name
         .iter()
         .filter(|(_, (_, cell))| Arc::strong_count(cell) == 1)
-        .map(|(name, (made, _))| (*made, name.clone()))
+        .map(|(key, (made, _))| (*made, key.clone()))
         .collect();
     if idle.len() > IDLE_KEPT {
-        idle.sort_unstable();
-        for (_, name) in &idle[..idle.len() - IDLE_KEPT] {
-            cells.by_name.remove(name);
+        idle.sort_unstable_by_key(|(made, _)| *made);
+        for (_, key) in &idle[..idle.len() - IDLE_KEPT] {
+            cells.by_name.remove(key);
         }
     }
     cells.made += 1;
     let made = cells.made;
     let cell = Arc::new(Mutex::new(Cell::default()));
-    cells
-        .by_name
-        .insert(name.to_owned(), (made, Arc::clone(&cell)));
+    cells.by_name.insert(key, (made, Arc::clone(&cell)));
     cell
 }
 
-/// Reads the replies of every release sent without waiting on this process's connections (at the
-/// end of a request, and at exit), so each release is settled and no socket closes with a reply
-/// unread.
+/// Reads the replies of every release sent without waiting on the calling PHP thread's
+/// connections (at the end of a request, and at exit), so each release is settled and no socket
+/// closes with a reply unread.
 pub fn read_unread_replies() {
     let Some(cells) = CELLS.get() else {
         return;
     };
+    let me = std::thread::current().id();
     let cells: Vec<Arc<Mutex<Cell>>> = cells
         .lock()
         .by_name
-        .values()
-        .map(|(_, cell)| Arc::clone(cell))
+        .iter()
+        .filter(|((owner, _), _)| *owner == me)
+        .map(|(_, (_, cell))| Arc::clone(cell))
         .collect();
     for cell in cells {
         cell.lock().read_unread(None, &|e| e.to_string());

@@ -28,7 +28,7 @@ use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Tran
 use crate::store::redis::wording::node_name;
 use crate::store::PendingRelease;
 pub use cell::read_unread_replies;
-use cell::{cell_named, Call, Cell, Failure, Open};
+use cell::{cell_named, Call, Cell, Failure, Open, Owner};
 use link::{first_failure, Link};
 use router::Router;
 
@@ -45,23 +45,30 @@ enum Topology {
     Cluster(Router),
 }
 
-/// The one cell of a single-server transport: named in the process's table, looked up once per
-/// process.
+/// The one cell of a single-server transport: its owner's, named in the process's table, looked
+/// up once per process.
 struct OwnCell {
+    owner: Owner,
     name: String,
     cell: PerProcess<Arc<Mutex<Cell>>>,
 }
 
 impl OwnCell {
-    fn new(name: String) -> Self {
+    fn new(owner: Owner, name: String) -> Self {
         OwnCell {
+            owner,
             name,
             cell: PerProcess::new(),
         }
     }
 
     fn get(&self) -> &Arc<Mutex<Cell>> {
-        self.cell.get_or_init(|| cell_named(&self.name))
+        self.cell.get_or_init(|| cell_named(self.owner, &self.name))
+    }
+
+    /// A cell of the same owner under another name.
+    fn twin(&self, name: String) -> Self {
+        OwnCell::new(self.owner, name)
     }
 }
 
@@ -81,25 +88,29 @@ impl NativeTransport {
         let dsn = Dsn::parse(dsn_text)?;
         let factory = ClientFactory::for_dsn(&dsn)?;
         let cell_name = dsn.connection_identity();
+        // The PHP thread making the transport owns its connections (`cell::Owner`).
+        let owner = std::thread::current().id();
         let invalid = |e: redis::RedisError| crate::Error::InvalidArgument {
             message: format!("Invalid Redis DSN for {}: {e}.", dsn.redacted()),
         };
         let topology = match &dsn.connection.endpoint {
             Endpoint::Tcp { host, port, .. } => Topology::Direct(
                 Arc::new(factory.primary_at(host, *port).map_err(invalid)?),
-                OwnCell::new(cell_name),
+                OwnCell::new(owner, cell_name),
             ),
             Endpoint::Unix(path) => Topology::Direct(
                 Arc::new(factory.primary_at_socket(path).map_err(invalid)?),
-                OwnCell::new(cell_name),
+                OwnCell::new(owner, cell_name),
             ),
             Endpoint::Sentinel(sentinels) => Topology::Sentinel(
                 Arc::new(Discovery::new(sentinels, factory).map_err(invalid)?),
-                OwnCell::new(cell_name),
+                OwnCell::new(owner, cell_name),
             ),
-            Endpoint::Cluster { seeds, .. } => {
-                Topology::Cluster(Router::new(seeds.clone(), Arc::new(factory), cell_name))
-            }
+            Endpoint::Cluster { seeds, .. } => Topology::Cluster(Router::new(
+                seeds.clone(),
+                Arc::new(factory),
+                (owner, cell_name),
+            )),
         };
         Ok(NativeTransport {
             name: dsn.redacted(),
@@ -114,10 +125,10 @@ impl NativeTransport {
         let name_for = |own: &str| format!("{own}#{purpose}");
         let topology = match &self.topology {
             Topology::Direct(client, own) => {
-                Topology::Direct(Arc::clone(client), OwnCell::new(name_for(&own.name)))
+                Topology::Direct(Arc::clone(client), own.twin(name_for(&own.name)))
             }
             Topology::Sentinel(discovery, own) => {
-                Topology::Sentinel(Arc::clone(discovery), OwnCell::new(name_for(&own.name)))
+                Topology::Sentinel(Arc::clone(discovery), own.twin(name_for(&own.name)))
             }
             Topology::Cluster(router) => {
                 Topology::Cluster(router.twin(name_for(router.cell_name())))

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::cell::{cell_named, Call, Cell, Failure};
+use super::cell::{cell_named, Call, Cell, Failure, Owner};
 use super::link::Link;
 use crate::process::PerProcess;
 use crate::store::redis::client::{keep_open, open, ClientFactory};
@@ -28,8 +28,9 @@ const MAX_PAUSES: usize = 5;
 pub(super) struct Router {
     seeds: Vec<Node>,
     factory: Arc<ClientFactory>,
-    /// The name of this transport's cells: each node's is this and the node's address.
-    cell_name: String,
+    /// The owner and name of this transport's cells: each node's is this name and the node's
+    /// address.
+    cells_of: (Owner, String),
     /// Per process: a forked child reads the map anew and opens its own connections.
     state: PerProcess<Mutex<State>>,
 }
@@ -56,23 +57,28 @@ struct Journey {
 }
 
 impl Router {
-    pub(super) fn new(seeds: Vec<Node>, factory: Arc<ClientFactory>, cell_name: String) -> Self {
+    pub(super) fn new(
+        seeds: Vec<Node>,
+        factory: Arc<ClientFactory>,
+        cells_of: (Owner, String),
+    ) -> Self {
         Router {
             seeds,
             factory,
-            cell_name,
+            cells_of,
             state: PerProcess::new(),
         }
     }
 
     /// The name its nodes' cells are named after.
     pub(super) fn cell_name(&self) -> &str {
-        &self.cell_name
+        &self.cells_of.1
     }
 
-    /// The same cluster for a transport of its own (cells named `cell_name`).
+    /// The same cluster for a transport of its own (cells of the same owner named `cell_name`).
     pub(super) fn twin(&self, cell_name: String) -> Self {
-        Router::new(self.seeds.clone(), Arc::clone(&self.factory), cell_name)
+        let cells_of = (self.cells_of.0, cell_name);
+        Router::new(self.seeds.clone(), Arc::clone(&self.factory), cells_of)
     }
 
     fn state(&self) -> &Mutex<State> {
@@ -91,11 +97,8 @@ impl Router {
         if let Some(cell) = state.cells.get(node) {
             return Arc::clone(cell);
         }
-        let cell = cell_named(&format!(
-            "{}@{}",
-            self.cell_name,
-            host_port(&node.0, node.1)
-        ));
+        let (owner, name) = &self.cells_of;
+        let cell = cell_named(*owner, &format!("{name}@{}", host_port(&node.0, node.1)));
         state.cells.insert(node.clone(), Arc::clone(&cell));
         cell
     }
