@@ -14,7 +14,7 @@ PHPUNIT    := bash scripts/phpunit.sh $(SO)
 RUN_DIR    := $(TARGET_DIR)/test-run
 
 .PHONY: all deps build demo check test test-rust test-php test-valgrind test-soak test-debian13 test-platforms \
-        test-dist test-phpize lint bench install uninstall dist clean
+        test-dist test-phpize test-threads lint bench install uninstall dist clean
 
 all: build
 
@@ -101,6 +101,11 @@ dist: build
 ## the tarball's install.sh, and make install / make uninstall in each (scripts/test-dist.sh).
 test-dist: dist
 	@bash scripts/test-dist.sh
+
+## Work in progress for thread-safe PHP: Deadbolt built for a ZTS PHP 8.4 with its embed SAPI (built into
+## target/zts-php), in a host of our own running PHP requests in many threads of one process (scripts/test-threads.sh).
+test-threads:
+	@bash scripts/test-threads.sh
 
 # Benchmarks print tables (never asserted); Redis ones get their own private redis-server.
 bench: build

@@ -11,6 +11,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=PHP");
     println!("cargo:rerun-if-env-changed=PHP_CONFIG");
+    println!("cargo:rerun-if-env-changed=DEADBOLT_ZTS_IN_PROGRESS");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo::rustc-check-cfg=cfg(php_zval_value_name)");
     let php = php_binary();
@@ -29,7 +30,7 @@ fn main() {
     };
     let mut parts = facts.split_whitespace();
     let (zts, version, version_id) = (parts.next(), parts.next().unwrap_or("?"), parts.next());
-    if zts == Some("1") {
+    if zts == Some("1") && std::env::var_os("DEADBOLT_ZTS_IN_PROGRESS").is_none() {
         eprintln!(
             "error: {php} is a thread-safe (ZTS) PHP {version}. Deadbolt supports non-thread-safe (NTS) PHP \
              only (Debian's php packages and the official php images are NTS); set PHP_CONFIG to an NTS PHP's \

@@ -27,27 +27,15 @@ bash scripts/debian-root.sh ensure debian13 trixie make ca-certificates >&2
 # In a throw-away copy: no lock to wait for while make test-debian13 runs in the root (.ci/run does both at once).
 bash scripts/debian-root.sh run debian13 --fresh bash -c '
   set -euo pipefail
-  out=$1 kind=$2 prefix=$3 lib=$4; shift 4
+  out=$1 kind=$2 prefix=$3 lib=$4 source_lib=$5; shift 5
   export DEBIAN_FRONTEND=noninteractive
   need=(gcc libc6-dev make pkg-config xz-utils curl)
   missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   ((${#missing[@]} == 0)) || { apt-get update -qq; apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
   src=$out/src
-  if ! ls "$src"/php8.4_*.orig.tar.xz >/dev/null 2>&1; then
-    rm -rf "$src"
-    mirror=$(sed -n "s/^deb \(\S*\) trixie main$/\1/p" /etc/apt/sources.list | head -1)
-    source "$lib"
-    private_apt_setup "$src" "deb-src $mirror trixie main"
-    apt-get "${private_apt_opts[@]}" update
-    if ! (cd "$src" && apt-get "${private_apt_opts[@]}" source --download-only php8.4) >&2; then
-      # The registry this machine reaches lacks some current source files (8.4.27 here); any 8.4.x has the same
-      # module API, so an earlier orig tarball from the same pool does, checked against its pinned digest.
-      fallback=php8.4_8.4.16.orig.tar.xz
-      echo "php-from-source: falling back to $fallback" >&2
-      curl -fsS -o "$src/$fallback" "$mirror/pool/main/p/php8.4/$fallback"
-      echo "f66f8f48db34e9e29f7bfd6901178e9cf4a1b163e6e497716dfcb8f88bcfae30  $src/$fallback" | sha256sum -c --quiet
-    fi
-  fi
+  mirror=$(sed -n "s/^deb \(\S*\) trixie main$/\1/p" /etc/apt/sources.list | head -1)
+  source "$source_lib"
+  php84_source "$src" "$mirror" "$lib"
   build=/tmp/php-build; rm -rf "$build"; mkdir -p "$build"
   tar -xJf "$src"/php8.4_*.orig.tar.xz -C "$build" --strip-components=1
   cd "$build"
@@ -61,6 +49,7 @@ bash scripts/debian-root.sh run debian13 --fresh bash -c '
   mkdir -p /tmp/php-stage"$scan"
   tar -czf "$out/php-$kind.tgz" -C /tmp/php-stage .
   /tmp/php-stage"$prefix"/bin/php -n -v | head -1
-' bash "$out" "$kind" "$prefix" "$PWD/scripts/lib/private-apt.sh" "${flags[@]}" >&2
+ ' bash "$out" "$kind" "$prefix" "$PWD/scripts/lib/private-apt.sh" "$PWD/scripts/lib/php-source.sh" \
+  "${flags[@]}" >&2
 echo "$recipe" > "$out/php-$kind.recipe"
 echo "$tgz"
