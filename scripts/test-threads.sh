@@ -74,6 +74,23 @@ bailout() {
 bailout flock
 bailout redis
 
+# timelimit STORE: set_time_limit() ends a blocking wait in its own thread only (ZTS PHP arms a timer per thread):
+# three waiters end with PHP's fatal error while thread 0 keeps its lock, then releases it.
+timelimit() {
+  local store=$1 dir rc=0
+  dir=$(mktemp -d "$run/timelimit.XXXX")
+  drive worker 4 1 timelimit.php STORE="$store" DIR="$dir" WAITERS=3 > "$dir/log" 2>&1 || rc=$?
+  local limited; limited=$(grep -c 'Maximum execution time of 1 second exceeded' "$dir/log" || true)
+  if [ "$rc" = 1 ] && [ "$limited" = 3 ] && [ -e "$dir/released" ] && ! ls "$dir"/acquired.* >/dev/null 2>&1; then
+    echo "threads: ok: $store: 3 waits ended by their own thread's time limit, the holder kept its lock"
+  else
+    echo "threads: FAIL: $store: time limits in threads (driver $rc, $limited of 3 limited)"; tail -5 "$dir/log"
+    failed=1
+  fi
+}
+timelimit flock
+timelimit redis
+
 if drive requests 8 2 refresh.php; then
   echo "threads: ok: autoRefresh locks in 8 threads kept alive by the one refresher"
 else
