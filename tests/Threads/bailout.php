@@ -4,10 +4,7 @@
 // holding, an uncaught exception while holding, or a fatal error (memory exhausted: a bailout) while holding. The
 // end of each request must release what it held, in its own thread, as the end of a process would.
 $dir = getenv('DIR');
-$factory = new Deadbolt\LockFactory(match (getenv('STORE')) {
-    'flock' => new Deadbolt\Store\FlockStore($dir),
-    'redis' => new Deadbolt\Store\RedisStore(getenv('DSN')),
-});
+$factory = require __DIR__.'/factory.php';
 $lock = $factory->createLock('threads-bailout', 300);
 if (!$lock->acquire(true)) {
     fwrite(STDERR, "thread $thread: a blocking acquire returned false\n");

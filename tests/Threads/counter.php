@@ -4,10 +4,7 @@
 // processes alike must never interleave two read-increment-writes: the suite checks the total. In worker mode
 // ($request = -1) the one request runs the cycles of all $requests "requests", as a long-running worker does.
 $dir = getenv('DIR');
-$factory = new Deadbolt\LockFactory(match (getenv('STORE')) {
-    'flock' => new Deadbolt\Store\FlockStore($dir),
-    'redis' => new Deadbolt\Store\RedisStore(getenv('DSN')),
-});
+$factory = require __DIR__.'/factory.php';
 $cycles = (int) getenv('CYCLES') * ($request === -1 ? $requests : 1);
 $counter = "$dir/counter";
 for ($i = 0; $i < $cycles; $i++) {

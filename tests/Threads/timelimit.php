@@ -5,10 +5,7 @@
 // while thread 0 keeps its lock. Every step waits for the one before it (files say what happened), never on a guess
 // of how long something takes.
 $dir = getenv('DIR');
-$factory = new Deadbolt\LockFactory(match (getenv('STORE')) {
-    'flock' => new Deadbolt\Store\FlockStore($dir),
-    'redis' => new Deadbolt\Store\RedisStore(getenv('DSN')),
-});
+$factory = require __DIR__.'/factory.php';
 $lock = $factory->createLock('threads-timelimit', 60);
 if ($thread === 0) {
     if (!$lock->acquire()) {
