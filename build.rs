@@ -1,7 +1,8 @@
-//! Refuses a thread-safe (ZTS) PHP before anything is compiled against it: Deadbolt keeps per-process state
-//! (connections, the refresher, metrics) that assumes one PHP thread per process, so a ZTS build would be unsound;
-//! and without this check the mismatch only shows as a symbol error when PHP loads the module. It also tells the code
-//! which PHP it is built for where the engine's wording differs (src/php_param.rs).
+//! Refuses a thread-safe (ZTS) PHP before anything is compiled against it: support for PHP threads is work in
+//! progress (docs/ARCHITECTURE.md, "PHP threads"), and without this check the mismatch only shows as a symbol error
+//! when PHP loads the module. `DEADBOLT_ZTS_IN_PROGRESS` set lets the thread suite (scripts/test-threads.sh) build
+//! for its ZTS PHP; nothing else sets it. It also tells the code which PHP it is built for where the engine's wording
+//! differs (src/php_param.rs).
 //!
 //! The PHP is the one ext-php-rs builds against: `$PHP`, else the binary `$PHP_CONFIG --php-binary` names, else
 //! `php` on PATH. When none runs, ext-php-rs reports that itself.
