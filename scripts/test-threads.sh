@@ -91,6 +91,20 @@ timelimit() {
 timelimit flock
 timelimit redis
 
+# forgotten STORE: worker mode, 8 threads x 50 logical requests each keeping its lock alive past its end;
+# Deadbolt\Worker::endRequest() releases each in its own thread, so every cycle is counted once and nobody stalls.
+forgotten() {
+  local store=$1 dir
+  dir=$(mktemp -d "$run/forgotten.XXXX"); echo 0 > "$dir/counter"
+  if drive worker 8 1 forgotten.php STORE="$store" DIR="$dir" CYCLES=50 && [ "$(cat "$dir/counter")" = 400 ]; then
+    echo "threads: ok: $store, worker mode, 8 threads: 400 logical requests, each forgotten lock released at its end"
+  else
+    echo "threads: FAIL: $store: Worker::endRequest() in threads (counter $(cat "$dir/counter") of 400)"; failed=1
+  fi
+}
+forgotten flock
+forgotten redis
+
 if drive requests 8 2 refresh.php; then
   echo "threads: ok: autoRefresh locks in 8 threads kept alive by the one refresher"
 else

@@ -13,7 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use deadbolt_core::Lock;
 use ext_php_rs::convert::IntoZval;
@@ -31,6 +31,50 @@ thread_local! {
     /// none) leaves its lock here, still releasable, never a dangling pointer.
     static TRACKED: RefCell<Vec<Rc<RefCell<Lock>>>> = const { RefCell::new(Vec::new()) };
     static REGISTERED: Cell<bool> = const { Cell::new(false) };
+    /// Every lock acquired since the logical request began (the real one's start, or the last
+    /// `Deadbolt\Worker::endRequest()`), weakly: a long-running worker's end of request releases
+    /// those still held, as the end of an FPM request would.
+    static ACQUIRED: RefCell<Vec<Weak<RefCell<Lock>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Remembers `lock`, just acquired (any store), for the logical end of the request. The list
+/// drops its dead entries whenever its length reaches a power of two past 64, so a worker that
+/// never ends a request keeps it as long as its live locks, not its history.
+pub fn remember_acquired(lock: &Rc<RefCell<Lock>>) {
+    ACQUIRED.with(|acquired| {
+        let mut acquired = acquired.borrow_mut();
+        if acquired
+            .iter()
+            .any(|a| std::ptr::eq(a.as_ptr(), Rc::as_ptr(lock)))
+        {
+            return;
+        }
+        let len = acquired.len();
+        if len >= 64 && len.is_power_of_two() {
+            acquired.retain(|a| a.strong_count() > 0);
+        }
+        acquired.push(Rc::downgrade(lock));
+    });
+}
+
+/// The logical end of a request in a long-running worker: every lock acquired since the last one
+/// (or since the real request began) that is still held and releases itself when it dies
+/// (`autoRelease`) is released, silently, as the end of an FPM request releases it; locks made
+/// with `autoRelease: false` stay held, as they would there. Returns how many it released.
+pub fn end_logical_request() -> usize {
+    let acquired = ACQUIRED.with(|acquired| std::mem::take(&mut *acquired.borrow_mut()));
+    let mut released = 0;
+    for lock in acquired.iter().filter_map(Weak::upgrade) {
+        forget(&lock);
+        // A Lock whose own call is still running (this runs from its logger) is left to that call.
+        let Ok(mut lock) = lock.try_borrow_mut() else {
+            continue;
+        };
+        let mut done = false;
+        run_handler(AssertUnwindSafe(|| done = lock.release_at_end_of_request()));
+        released += usize::from(done);
+    }
+    released
 }
 
 /// Remembers `lock`, just acquired on a lent connection.
@@ -54,6 +98,7 @@ pub fn forget(lock: &Rc<RefCell<Lock>>) {
 /// A new request starts with nothing tracked.
 pub fn reset() {
     TRACKED.with(|tracked| tracked.borrow_mut().clear());
+    ACQUIRED.with(|acquired| acquired.borrow_mut().clear());
     REGISTERED.set(false);
 }
 

@@ -23,6 +23,7 @@ mod store_contract;
 mod store_factory;
 mod stores;
 mod user_store;
+mod worker;
 mod zend_object;
 
 use ext_php_rs::prelude::*;
@@ -131,6 +132,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<combined_store::PhpCombinedStore>()
         .class::<combined_store::PhpConsensusStrategy>()
         .class::<combined_store::PhpUnanimousStrategy>()
+        .class::<worker::PhpWorker>()
         .class::<store_factory::PhpStoreFactory>()
         .class::<metrics::PhpMetrics>()
         .class::<end_of_request::PhpEndOfRequest>()

@@ -61,6 +61,9 @@ impl PhpLock {
             Err(_) if php_call::exception_in_flight() => return Ok(false),
             other => other?,
         };
+        if acquired {
+            end_of_request::remember_acquired(&object.inner);
+        }
         let lent = matches!(object.inner.borrow().store_ref(), StoreRef::Lent(_));
         if acquired && lent {
             end_of_request::track(&object.inner);

@@ -3,15 +3,9 @@
 // the suite's time limit), adds one to a counter, and ends its request in one of four ways: a release, exit() while
 // holding, an uncaught exception while holding, or a fatal error (memory exhausted: a bailout) while holding. The
 // end of each request must release what it held, in its own thread, as the end of a process would.
-$dir = getenv('DIR');
 $factory = require __DIR__.'/factory.php';
 $lock = $factory->createLock('threads-bailout', 300);
-if (!$lock->acquire(true)) {
-    fwrite(STDERR, "thread $thread: a blocking acquire returned false\n");
-    exit(1);
-}
-$counter = "$dir/counter";
-file_put_contents($counter, (string) ((int) file_get_contents($counter) + 1));
+require __DIR__.'/counted.php';
 switch ($request % 4) {
     case 0:
         $lock->release();

@@ -82,6 +82,15 @@ impl Lock {
         }
     }
 
+    /// What the end of a request does to a lock whose object lives on (a long-running worker's
+    /// logical end of request, `Deadbolt\Worker::endRequest()`): the release of
+    /// [`Self::release_on_death`]. True when it released a lock.
+    pub fn release_at_end_of_request(&mut self) -> bool {
+        let releases = self.auto_release && self.dirty;
+        self.release_on_death();
+        releases && !self.dirty
+    }
+
     /// The release of a lock that dies while held (symfony/lock's destructor), silent: it may run
     /// during PHP's shutdown, where neither an exception nor a log call is possible. Does nothing
     /// when auto-release is off, when the lock is not held, or when it was inherited through fork().
