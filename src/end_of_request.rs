@@ -37,21 +37,19 @@ thread_local! {
     static ACQUIRED: RefCell<Vec<Weak<RefCell<Lock>>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Remembers `lock`, just acquired (any store), for the logical end of the request. The list
-/// drops its dead entries whenever its length reaches a power of two past 64, so a worker that
-/// never ends a request keeps it as long as its live locks, not its history.
+/// Remembers `lock`, just acquired (any store), for the logical end of the request: one push on
+/// the acquire path, nothing else. A Lock acquired again while held is pushed again (its second
+/// entry finds nothing left to release). Whenever the list's length reaches a power of two past
+/// 64 it keeps only its live entries, once each, so a worker that never ends a request keeps it as
+/// long as its live locks, not its history.
 pub fn remember_acquired(lock: &Rc<RefCell<Lock>>) {
     ACQUIRED.with(|acquired| {
         let mut acquired = acquired.borrow_mut();
-        if acquired
-            .iter()
-            .any(|a| std::ptr::eq(a.as_ptr(), Rc::as_ptr(lock)))
-        {
-            return;
-        }
         let len = acquired.len();
         if len >= 64 && len.is_power_of_two() {
             acquired.retain(|a| a.strong_count() > 0);
+            acquired.sort_unstable_by_key(|a| a.as_ptr() as usize);
+            acquired.dedup_by(|a, b| Weak::ptr_eq(a, b));
         }
         acquired.push(Rc::downgrade(lock));
     });

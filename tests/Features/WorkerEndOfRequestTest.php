@@ -73,4 +73,20 @@ final class WorkerEndOfRequestTest extends FeatureTestCase
         unset($lock); // its destructor released it
         $this->assertSame(0, Worker::endRequest());
     }
+
+    public function testALockAcquiredAgainWhileHeldAmidManyShortLivedOnesIsReleasedOnce(): void
+    {
+        $factory = self::factoryFor('flock', $this->placeFor('flock'));
+        $name = uniqid('worker-again', true);
+        Worker::endRequest();
+        $held = $factory->createLock($name, 30);
+        for ($i = 0; $i < 300; $i++) {
+            $this->assertTrue($held->acquire(), 'acquiring a held lock again answers true');
+            $passing = $factory->createLock("$name-$i", 30);
+            $this->assertTrue($passing->acquire());
+        }
+        unset($passing);
+        $this->assertSame(1, Worker::endRequest(), 'the held lock once; the 300 others died with their objects');
+        $this->assertFalse($held->isAcquired());
+    }
 }
