@@ -27,6 +27,8 @@ mod metrics;
 mod process;
 mod refresher;
 mod store;
+mod sync;
+mod threads;
 mod token;
 mod ttl;
 
@@ -53,4 +55,5 @@ pub use store::{
     wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender, FencingStore, Mode,
     PendingRelease, Store, WaitReport,
 };
+pub use threads::set_up_before_threads;
 pub use ttl::{shown as shown_secs, Ttl, DEFAULT_TTL_SECS};

@@ -1,10 +1,11 @@
 //! A key's expiry, on the monotonic clock: wall-clock jumps (NTP, a VM resumed) never make a lock
 //! look longer- or shorter-lived than it is.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use crate::sync::AtomicU64;
 use crate::Ttl;
 
 /// When a key stops being valid, if ever.
@@ -23,6 +24,11 @@ pub struct Expiry(Arc<AtomicU64>);
 
 /// The origin of [`Expiry`]'s clock (an `Instant` cannot live in an atomic).
 static ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Fixes the origin now (`crate::threads`).
+pub(crate) fn set_up() {
+    LazyLock::force(&ORIGIN);
+}
 
 impl Expiry {
     /// Moves the expiry to `at`.

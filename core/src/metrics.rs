@@ -2,10 +2,11 @@
 //! the refresher thread and a `fork()` at any moment are both harmless. A forked child starts
 //! from zero: its numbers describe what it did, not what its parent did.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::process::PerProcess;
+use crate::sync::AtomicU64;
 
 /// Upper bounds of the histogram buckets, in seconds (Prometheus `le`), plus +Inf.
 pub const BUCKETS: [f64; 12] = [
@@ -139,6 +140,11 @@ impl Table {
 
 /// This process's numbers: a forked child starts from a fresh table.
 static TABLE: PerProcess<Table> = PerProcess::new();
+
+/// Makes this process's table now (`crate::threads`).
+pub(crate) fn set_up() {
+    table();
+}
 
 fn table() -> &'static Table {
     TABLE.get_or_init(Table::new)

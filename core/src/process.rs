@@ -11,8 +11,10 @@
 //! unlock its file, and its mutex may be held forever).
 
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Once;
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64};
 
 /// The current epoch; 0 before the fork hook is in place.
 static EPOCH: AtomicU64 = AtomicU64::new(0);

@@ -13,22 +13,24 @@
 //! parent's thread at that instant) and the child makes a fresh one if it ever refreshes.
 //! Locks inherited by the child are never refreshed there.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-// std's, not parking_lot's: parking_lot parks a waiting thread in a process-wide table. A fork()
-// while this thread waits leaves the child that table with the parent's thread in it, pointing
-// into the thread's TLS, which glibc frees when the child starts a thread on the cached stack; the
-// child's next wait or notify on that table then reads and writes freed memory (seen under
-// valgrind). std's futex-based Mutex and Condvar keep their whole state in their own words.
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+// std's (through crate::sync), not parking_lot's: parking_lot parks a waiting thread in a
+// process-wide table. A fork() while this thread waits leaves the child that table with the
+// parent's thread in it, pointing into the thread's TLS, which glibc frees when the child starts a
+// thread on the cached stack; the child's next wait or notify on that table then reads and writes
+// freed memory (seen under valgrind). std's futex-based Mutex and Condvar keep their whole state in
+// their own words.
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, MutexGuard};
 
 use crate::lifetime::Expiry;
 use crate::metrics::{self, Counter};
 use crate::process::PerProcess;
 use crate::store::Extender;
+use crate::threads;
 use crate::Ttl;
 
 /// A refresh is due when a third of the TTL is left, and retried after a failure this often.
@@ -203,10 +205,12 @@ static REGISTRY: PerProcess<Registry> = PerProcess::new();
 /// The registry's table (a panic elsewhere while holding it leaves it usable: every change to it
 /// is one push, one retain or one field).
 fn lock(registry: &Registry) -> MutexGuard<'_, Table> {
-    registry
-        .table
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    registry.table.lock()
+}
+
+/// Makes this process's registry now, without its thread (`crate::threads`).
+pub(crate) fn set_up() {
+    registry();
 }
 
 /// This process's registry.
@@ -258,16 +262,18 @@ fn start(registry: &'static Registry) -> Result<(), String> {
     if registry.started.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
-    std::thread::Builder::new()
-        .name("deadbolt-refresher".into())
-        .spawn(move || run(registry))
-        .map(|handle| {
-            let _ = registry.thread.set(handle);
-        })
-        .map_err(|e| {
-            registry.started.store(false, Ordering::Release);
-            format!("the refresher thread could not start: {e}")
-        })
+    threads::without_signals(|| {
+        std::thread::Builder::new()
+            .name("deadbolt-refresher".into())
+            .spawn(move || run(registry))
+    })
+    .map(|handle| {
+        let _ = registry.thread.set(handle);
+    })
+    .map_err(|e| {
+        registry.started.store(false, Ordering::Release);
+        format!("the refresher thread could not start: {e}")
+    })
 }
 
 /// The scheduler: hands each due extension to its lane, and marks lost every lock whose expiry
@@ -288,16 +294,9 @@ fn run(registry: &'static Registry) {
         table = match next {
             Some(next) => {
                 let timeout = next.saturating_duration_since(Instant::now());
-                registry
-                    .wake
-                    .wait_timeout(table, timeout)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0
+                registry.wake.wait_timeout(table, timeout)
             }
-            None => registry
-                .wake
-                .wait(table)
-                .unwrap_or_else(PoisonError::into_inner),
+            None => registry.wake.wait(table),
         };
     }
 }
@@ -344,9 +343,11 @@ fn dispatch_due(registry: &'static Registry, table: &mut Table, now: Instant) {
             ttl,
             state: Arc::clone(&entry.state),
         };
-        let started = std::thread::Builder::new()
-            .name("deadbolt-refresh".into())
-            .spawn(move || extend(registry, job));
+        let started = threads::without_signals(|| {
+            std::thread::Builder::new()
+                .name("deadbolt-refresh".into())
+                .spawn(move || extend(registry, job))
+        });
         if started.is_ok() {
             entry.in_flight = true;
             busy.insert(entry.lane());

@@ -5,7 +5,7 @@
 //! the operating system: no `getrandom(2)` per lock. It is per-process state ([`PerProcess`]): a
 //! forked child seeds its own, so parent and child never draw the same stream.
 
-use std::sync::{Mutex, PoisonError};
+use crate::sync::Mutex;
 
 use base64::Engine as _;
 use rand::rngs::StdRng;
@@ -31,10 +31,7 @@ impl Token {
     /// [`Error::Storage`] when the OS has no randomness to seed it with (never seen in practice).
     pub fn generate() -> Result<Self> {
         let mut bytes = [0u8; 32];
-        let mut generator = GENERATOR
-            .get_or_init(|| Mutex::new(None))
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut generator = GENERATOR.get_or_init(|| Mutex::new(None)).lock();
         let generator = match &mut *generator {
             Some(generator) => generator,
             empty => empty.insert(StdRng::from_seed(os_seed()?)),
@@ -67,6 +64,11 @@ impl Token {
 }
 
 /// 32 bytes from the operating system, to seed a generator with.
+/// Makes this process's generator cell now; it is seeded at the first draw (`crate::threads`).
+pub(crate) fn set_up() {
+    GENERATOR.get_or_init(|| Mutex::new(None));
+}
+
 fn os_seed() -> Result<[u8; 32]> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed)

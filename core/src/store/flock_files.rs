@@ -12,11 +12,12 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
 use crate::process::PerProcess;
+use crate::sync::{Mutex, MutexGuard};
 
 /// Idle files kept per process at most: beyond that the least recently used one is closed. Each
 /// is one descriptor of the process's `ulimit -n`, so fewer are kept under a low limit
@@ -103,11 +104,15 @@ struct Idle {
 
 static IDLE: PerProcess<Mutex<Idle>> = PerProcess::new();
 
+/// Makes this process's table and reads the descriptor limit now (`crate::threads`).
+pub(crate) fn set_up() {
+    idle_limit();
+    drop(idle());
+}
+
 fn idle() -> MutexGuard<'static, Idle> {
-    IDLE.get_or_init(Mutex::default)
-        .lock()
-        // Every change to the map is one insert or one remove: usable after a panic elsewhere.
-        .unwrap_or_else(PoisonError::into_inner)
+    // Every change to the map is one insert or one remove: usable after a panic elsewhere.
+    IDLE.get_or_init(Mutex::default).lock()
 }
 
 /// The idle file kept under `name`, taken out (the caller owns it until it gives it back with

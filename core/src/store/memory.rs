@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::store::{Capabilities, FencingStore, Mode, Store};
 use crate::token::Token;

@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 
 use crate::{Error, Key, Result, Ttl};
 
+/// The stores' once-made values (`crate::threads`): the idle lock files' table, SHA-256's CPU checks (a lock
+/// file's name is a digest), std's check for `statx` (its first file metadata call), and Redis's.
+pub(crate) fn set_up() {
+    flock_files::set_up();
+    flock_path::lock_file_name(b"");
+    let _ = std::fs::metadata("/");
+    redis::set_up();
+}
+
 /// Poll interval of waits that nothing can shorten, as in symfony/lock (90-110 ms).
 const POLL_MS: u64 = 100;
 const POLL_JITTER_MS: u64 = 10;

@@ -1,12 +1,14 @@
 //! The background refresher's view of a combined store: every member's extender, asked at once and
 //! counted by the strategy, on the refresher's threads (no PHP, no key object).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 
 use super::Strategy;
 use crate::store::Extender;
+use crate::sync::AtomicBool;
+use crate::threads;
 use crate::{Error, Result, Ttl};
 
 /// Extends a lock in every member; held while the strategy's share of them still hold it. A
@@ -77,14 +79,16 @@ impl CombinedExtender {
                 sender.clone(),
             );
             let (resource, token) = (resource.to_vec(), token.to_owned());
-            let started = std::thread::Builder::new()
-                .name("deadbolt-combined".into())
-                .spawn(move || {
-                    let outcome = extender.extend(&resource, &token, ttl);
-                    busy.store(false, Ordering::Release);
-                    // The verdict may have come without this answer: nobody listens then.
-                    let _ = sender.send(outcome);
-                });
+            let started = threads::without_signals(|| {
+                std::thread::Builder::new()
+                    .name("deadbolt-combined".into())
+                    .spawn(move || {
+                        let outcome = extender.extend(&resource, &token, ttl);
+                        busy.store(false, Ordering::Release);
+                        // The verdict may have come without this answer: nobody listens then.
+                        let _ = sender.send(outcome);
+                    })
+            });
             if let Err(e) = started {
                 member.busy.store(false, Ordering::Release);
                 tally

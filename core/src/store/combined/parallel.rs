@@ -7,6 +7,7 @@
 use std::rc::Rc;
 
 use crate::store::Store;
+use crate::threads;
 use crate::{Error, Key, Result};
 
 /// One store of a combined store, by where it may be called.
@@ -77,9 +78,11 @@ fn ask_at_once<'a, T: Send>(
         let mut spawned = Vec::new();
         let mut outcomes = Vec::new();
         for (i, store, key) in members {
-            let started = std::thread::Builder::new()
-                .name("deadbolt-combined".into())
-                .spawn_scoped(scope, move || op(store, key));
+            let started = threads::without_signals(|| {
+                std::thread::Builder::new()
+                    .name("deadbolt-combined".into())
+                    .spawn_scoped(scope, move || op(store, key))
+            });
             match started {
                 Ok(handle) => spawned.push((i, store, handle)),
                 Err(e) => outcomes.push((

@@ -66,7 +66,7 @@ fn read_ca_file(path: &Path) -> Result<Vec<u8>, String> {
 /// write, so it falls under the socket timeouts like every command (`timeout` while connecting
 /// and authenticating, `read_timeout` after), and a stalled server, or `rediss://` pointed at a
 /// plain port, ends in an error instead of a wait without end.
-fn install_tls_provider() {
+pub(super) fn install_tls_provider() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         // Refused when a provider is installed already (by another user of rustls): that one serves.

@@ -39,6 +39,15 @@ use native::NativeTransport;
 use transport::{RunError, RunErrorKind, Transport};
 
 /// A Redis-backed store over any [`Transport`].
+/// Redis's once-made values (`crate::threads`): the scripts and their digests, the native connections'
+/// table, the TLS crypto provider, and the CPU checks of the reply parser (memchr decides on first use).
+pub(crate) fn set_up() {
+    scripts::set_up();
+    native::set_up();
+    client::install_tls_provider();
+    let _ = redis::parse_redis_value(b"+OK\r\n");
+}
+
 pub struct RedisStore<T: Transport> {
     transport: T,
     extender: OnceLock<Option<Arc<dyn Extender>>>,

@@ -209,6 +209,15 @@ fn names(layout: &Layout) -> String {
     lua
 }
 
+/// Makes every script and its digest now (`crate::threads`).
+pub(crate) fn set_up() {
+    for script in [
+        &SAVE, &SAVE_READ, &PUT_OFF, &DELETE, &EXISTS, &FENCE, &CLAIM, &LEAVE,
+    ] {
+        LazyLock::force(script);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,11 +8,12 @@
 //! every connect and read is bounded (the DSN's `timeout` and `read_timeout`, capped by the
 //! caller's deadline).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::store::redis::client::{open, Bounds, ClientFactory};
 use crate::store::redis::dsn::{host_port, Sentinels};
 use crate::store::redis::wording::{node_name, quoted};
+use crate::sync::AtomicUsize;
 
 /// The primary of one Sentinel service, found anew at each connection.
 pub struct Discovery {

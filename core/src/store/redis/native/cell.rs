@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use super::link::Link;
 use crate::process::PerProcess;
@@ -75,6 +75,11 @@ static CELLS: LazyLock<PerProcess<Mutex<Cells>>> = LazyLock::new(PerProcess::new
 /// This process's cell of `owner` named `name`, made on first use. Making one closes the oldest
 /// idle connections beyond [`IDLE_KEPT`] (idle: no transport holds the cell but this table; a
 /// PHP thread that ended leaves only idle ones).
+/// Makes this process's table of cells now (`crate::threads`).
+pub(crate) fn set_up() {
+    drop(CELLS.get_or_init(Mutex::default).lock());
+}
+
 pub fn cell_named(owner: Owner, name: &str) -> Arc<Mutex<Cell>> {
     let mut cells = CELLS.get_or_init(Mutex::default).lock();
     let key = (owner, name.to_owned());

@@ -13,7 +13,7 @@ mod router;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::process::PerProcess;
 use crate::store::redis::calls::ScriptCall;
@@ -28,6 +28,7 @@ use crate::store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Tran
 use crate::store::redis::wording::node_name;
 use crate::store::PendingRelease;
 pub use cell::read_unread_replies;
+pub(crate) use cell::set_up;
 use cell::{cell_named, Call, Cell, Failure, Open, Owner};
 use link::{first_failure, Link};
 use router::Router;

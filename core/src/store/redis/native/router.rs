@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use super::cell::{cell_named, Call, Cell, Failure, Owner};
 use super::link::Link;
