@@ -160,7 +160,7 @@ fn keep_forever(allocation: *mut ()) {
     loop {
         // SAFETY: `node` is ours until it is published by the exchange below.
         unsafe { (*node).next = head };
-        match KEPT.compare_exchange_weak(head, node, Ordering::AcqRel, Ordering::Acquire) {
+        match KEPT.compare_exchange(head, node, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return,
             Err(now) => head = now,
         }

@@ -228,39 +228,61 @@ impl<T> AtomicPtr<T> {
         self.step(|a| a.compare_exchange(current, new, success, failure))
     }
 
-    pub fn compare_exchange_weak(
-        &self,
-        current: *mut T,
-        new: *mut T,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<*mut T, *mut T> {
-        self.step(|a| a.compare_exchange_weak(current, new, success, failure))
-    }
-
     /// The value, through exclusive access: no other thread can be using the atomic, nothing to announce.
     pub fn get_mut(&mut self) -> &mut *mut T {
         self.0.get_mut()
     }
 }
 
-/// The announcements: client requests under valgrind (a few instructions that do nothing on a real CPU), nothing
-/// without the feature.
+/// Asks once, before PHP starts threads (`crate::threads`), whether valgrind runs this process: outside it the
+/// announcements are skipped after one load of a flag (a call into crabgrind's C shim each was 6% of a flock cycle).
+pub(crate) fn set_up() {
+    checker::set_up();
+}
+
+/// The announcements: client requests under valgrind, nothing without the feature.
 #[cfg(feature = "helgrind")]
 mod checker {
     use crabgrind::helgrind::{annotate_rwlock_acquired, annotate_rwlock_released};
+    // std's own: written once at MINIT, before any thread of PHP's exists, then only read.
+    use std::sync::atomic::{AtomicBool, Ordering};
 
-    pub fn acquired<T: ?Sized>(lock: &T) {
-        annotate_rwlock_acquired(std::ptr::from_ref(lock).cast(), true);
+    static UNDER_VALGRIND: AtomicBool = AtomicBool::new(false);
+
+    pub fn set_up() {
+        let under = crabgrind::valgrind::running_mode().is_valgrind();
+        UNDER_VALGRIND.store(under, Ordering::Relaxed);
     }
 
+    #[inline]
+    pub fn acquired<T: ?Sized>(lock: &T) {
+        if UNDER_VALGRIND.load(Ordering::Relaxed) {
+            announce(std::ptr::from_ref(lock).cast(), true);
+        }
+    }
+
+    #[inline]
     pub fn released<T: ?Sized>(lock: &T) {
-        annotate_rwlock_released(std::ptr::from_ref(lock).cast(), true);
+        if UNDER_VALGRIND.load(Ordering::Relaxed) {
+            announce(std::ptr::from_ref(lock).cast(), false);
+        }
+    }
+
+    /// Out of line: outside valgrind the lock paths keep only the flag's test.
+    #[cold]
+    #[inline(never)]
+    fn announce(lock: *const std::ffi::c_void, acquired: bool) {
+        if acquired {
+            annotate_rwlock_acquired(lock, true);
+        } else {
+            annotate_rwlock_released(lock, true);
+        }
     }
 }
 
 #[cfg(not(feature = "helgrind"))]
 mod checker {
+    pub fn set_up() {}
     pub fn acquired<T: ?Sized>(_: &T) {}
     pub fn released<T: ?Sized>(_: &T) {}
 }

@@ -11,6 +11,7 @@
 /// idle lock files, token generator, native connections), the Lua scripts and their digests, the TLS crypto
 /// provider, and runs the CPU feature checks of SHA-256 (sha2 decides on first use).
 pub fn set_up_before_threads() {
+    crate::sync::set_up();
     crate::process::epoch();
     crate::lifetime::set_up();
     crate::metrics::set_up();
