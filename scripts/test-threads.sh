@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# The thread suite (work in progress for thread-safe PHP): Deadbolt built for a ZTS PHP 8.4 (scripts/zts-php.sh), in
-# a multi-threaded host of our own (tests/Threads/driver.c: the embed SAPI, N threads each running PHP requests one
+# The thread suite: Deadbolt built for a thread-safe (ZTS) PHP 8.4 (scripts/zts-php.sh, configured as php:8.4-zts),
+# in a multi-threaded host of our own (tests/Threads/driver.c: the embed SAPI, N threads each running PHP requests one
 # after another, as FrankenPHP's threads do, or one long request each, as its worker mode does). Checks correctness
-# only (exact counters, locks kept by the refresher); the throughput lines it prints are figures, not checks.
+# only (exact counters, locks kept by the refresher, released at the end of a request, time limits, a fork from one
+# thread, a signal handler in a waiting thread), then runs the scenarios again, smaller, under valgrind's helgrind
+# and fails on any report (tests/Threads/helgrind.supp says what of Rust's standard library it cannot see, and why);
+# the throughput lines it prints are figures, not checks. Also: phpize + ./configure accept that PHP.
 #
 #   scripts/test-threads.sh      # make test-threads
 #
-# Deadbolt still refuses ZTS PHP for users (build.rs, config.m4, install-binary.sh); the suite builds with
-# DEADBOLT_ZTS_IN_PROGRESS=1 until it covers what thread-safe PHP needs (docs/ARCHITECTURE.md, "PHP threads").
+# The build is the one make dist packages as the -zts tarball: with the `helgrind` feature (core/src/sync.rs), whose
+# announcements to valgrind are one flag test per lock operation outside valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(bash scripts/zts-php.sh)
 out=$PWD/target/zts
-DEADBOLT_ZTS_IN_PROGRESS=1 PHP=$prefix/bin/php PHP_CONFIG=$prefix/bin/php-config CARGO_TARGET_DIR=$out \
-  cargo build --release --locked
-# -D_GNU_SOURCE: PHP's headers use glibc's memrchr and mempcpy.
-gcc -D_GNU_SOURCE -O1 -g -Wall -Werror -o "$out/driver" tests/Threads/driver.c \
-  $("$prefix/bin/php-config" --includes) -L"$prefix/lib" -lphp -Wl,-rpath,"$prefix/lib" -lpthread
+PHP=$prefix/bin/php PHP_CONFIG=$prefix/bin/php-config CARGO_TARGET_DIR=$out cargo build --release --locked --features helgrind
+bash scripts/thread-driver.sh "$prefix" "$out/driver"
 run=$PWD/target/test-run/threads
 rm -rf "$run"; mkdir -p "$run/ini"
 echo "extension=$out/release/libdeadbolt.so" > "$run/ini/deadbolt.ini"
@@ -109,5 +109,96 @@ if drive requests 8 2 refresh.php; then
   echo "threads: ok: autoRefresh locks in 8 threads kept alive by the one refresher"
 else
   echo "threads: FAIL: autoRefresh locks in 8 threads"; failed=1
+fi
+
+# memory MODE REQUESTS CYCLES: 8 threads each with an InMemoryStore of its own on one resource name. A store is its
+# object's, so the threads all hold the name at once; each counts its own cycles under its lock, with a second Lock
+# from its store refused while it holds.
+memory() {
+  local mode=$1 requests=$2 cycles=$3 dir rc=0 t counts="" want=""
+  dir=$(mktemp -d "$run/memory.XXXX")
+  drive "$mode" 8 "$requests" memory.php STORE=memory DIR="$dir" THREADS=8 CYCLES="$cycles" || rc=$?
+  for t in {0..7}; do
+    counts+=" $(cat "$dir/counter.$t" 2>/dev/null || echo none)"; want+=" $((requests * cycles))"
+  done
+  if [ "$rc" = 0 ] && [ "$counts" = "$want" ]; then
+    echo "threads: ok: memory, $mode mode, 8 threads: each its own store, $((requests * cycles)) cycles counted in each"
+  else
+    echo "threads: FAIL: memory, $mode mode, 8 threads: driver $rc, per-thread counters$counts"; failed=1
+  fi
+}
+memory worker 1 1000
+memory requests 10 100
+
+# fork STORE: worker mode, 4 threads; thread 0 forks while threads 1..3 hold locks (and take others): the child finds
+# them held, takes one of its own, ends with status 0 and leaves theirs held; all are free once released.
+fork() {
+  local store=$1 dir rc=0
+  dir=$(mktemp -d "$run/fork.XXXX")
+  drive worker 4 1 fork.php STORE="$store" DIR="$dir" > "$dir/log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ] && [ "$(cat "$dir/child" 2>/dev/null)" = ok ] && [ -e "$dir/free" ]; then
+    echo "threads: ok: $store: a fork from one of 4 threads while 3 hold locks: the child took its own, left theirs"
+  else
+    echo "threads: FAIL: $store: fork while other threads hold locks (driver $rc)"; tail -5 "$dir/log"; failed=1
+  fi
+}
+fork flock
+fork redis
+
+# signals STORE: a SIGUSR1 handler that throws ends a blocking acquire in its own thread, holding nothing; the holder
+# keeps its lock until it releases it, and the lock is free after.
+signals() {
+  local store=$1 dir rc=0
+  dir=$(mktemp -d "$run/signals.XXXX")
+  drive worker 2 1 signals.php STORE="$store" DIR="$dir" > "$dir/log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ] && [ -e "$dir/free" ]; then
+    echo "threads: ok: $store: a signal handler's exception ended a wait in its own thread, the holder kept its lock"
+  else
+    echo "threads: FAIL: $store: a signal during a wait in threads (driver $rc)"; tail -5 "$dir/log"; failed=1
+  fi
+}
+signals flock
+signals redis
+
+# phpize + ./configure for the ZTS PHP (PIE's source build): accepted, and said so (make is the cargo build above).
+configure_check() {
+  local work; work=$(mktemp -d "$run/phpize.XXXX")
+  cp -r ext "$work/ext"; cp Cargo.toml "$work/"   # configure looks for the crate above ext/
+  if (cd "$work/ext" && "$prefix/bin/phpize" && ./configure --with-php-config="$prefix/bin/php-config") \
+      > "$work/log" 2>&1 && grep -q 'thread-safe (ZTS) PHP... yes' "$work/log"; then
+    echo "threads: ok: phpize + ./configure accept the ZTS PHP ($(grep -o 'thread-safe (ZTS) PHP... yes.*' "$work/log"))"
+  else
+    echo "threads: FAIL: phpize + ./configure for the ZTS PHP"; tail -5 "$work/log"; failed=1
+  fi
+}
+configure_check
+
+# helgrind NAME MODE THREADS REQUESTS SCRIPT [NAME=VALUE...]: a scenario again under helgrind, smaller (valgrind runs
+# it some fifty times slower); any report fails it. The scripts' own checks must hold there too.
+helgrind() {
+  local name=$1 mode=$2 threads=$3 requests=$4 script=$5 dir rc=0; shift 5
+  dir=$(mktemp -d "$run/helgrind.XXXX"); echo 0 > "$dir/counter"
+  timeout 600 env PHP_INI_SCAN_DIR="$run/ini" DSN="$dsn" DIR="$dir" "$@" valgrind --tool=helgrind --error-exitcode=99 \
+    --num-callers=40 --suppressions="$PWD/tests/Threads/helgrind.supp" --log-file="$dir/helgrind.log" \
+    "$out/driver" "$mode" "$threads" "$requests" "$PWD/tests/Threads/$script" > "$dir/out" 2>&1 || rc=$?
+  local summary; summary=$(grep -o 'ERROR SUMMARY: .*' "$dir/helgrind.log" | tail -1)
+  if [ "$rc" -le "${HELGRIND_STATUS:-0}" ] && [ "${summary#ERROR SUMMARY: 0 errors}" != "$summary" ]; then
+    echo "threads: ok: helgrind: $name: $summary"
+  else
+    echo "threads: FAIL: helgrind: $name (driver $rc): $summary (log: $dir/helgrind.log)"; tail -5 "$dir/out"; failed=1
+  fi
+}
+if command -v valgrind >/dev/null; then
+  for store in flock redis memory; do
+    helgrind "$store, 4 threads x 2 requests x 20 cycles" requests 4 2 counter.php STORE=$store CYCLES=20
+    helgrind "$store, worker mode, 4 threads x 40 cycles" worker 4 4 counter.php STORE=$store CYCLES=10
+  done
+  for store in flock redis; do
+    HELGRIND_STATUS=1 helgrind "$store, requests ending while they hold the lock" requests 4 4 bailout.php STORE=$store
+    helgrind "$store, Worker::endRequest() in 4 threads" worker 4 1 forgotten.php STORE=$store CYCLES=10
+  done
+  helgrind "autoRefresh locks in 4 threads" requests 4 2 refresh.php
+else
+  echo "threads: FAIL: no valgrind (scripts/bootstrap.sh installs it)"; failed=1
 fi
 exit $failed

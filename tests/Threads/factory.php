@@ -1,6 +1,8 @@
 <?php
-// The LockFactory a thread-suite script uses: STORE names the store (flock in DIR, or Redis at DSN).
+// The LockFactory a thread-suite script uses: STORE names the store (flock in DIR, Redis at DSN, or a new
+// InMemoryStore: the one object this thread's locks share, which excludes no other thread).
 return new Deadbolt\LockFactory(match (getenv('STORE')) {
     'flock' => new Deadbolt\Store\FlockStore(getenv('DIR')),
     'redis' => new Deadbolt\Store\RedisStore(getenv('DSN')),
+    'memory' => new Deadbolt\Store\InMemoryStore(),
 });

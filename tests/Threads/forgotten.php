@@ -10,7 +10,8 @@ for ($i = 0; $i < (int) getenv('CYCLES'); $i++) {
     require __DIR__.'/counted.php';
     $kept[] = $lock;
     if (($released = Deadbolt\Worker::endRequest()) !== 1) {
-        fwrite(STDERR, "thread $thread: the logical end of request released $released locks, not 1\n");
+        $why = "the logical end of request released $released locks, not 1";
+        file_put_contents('php://stderr', "thread $thread: $why\n");
         exit(1);
     }
 }

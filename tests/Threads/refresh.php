@@ -6,18 +6,18 @@ $factory = new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore(getenv('DSN'))
 $resource = "threads-refresh-$thread-$request";
 $lock = $factory->createLock($resource, 0.4, autoRefresh: true);
 if (!$lock->acquire()) {
-    fwrite(STDERR, "thread $thread: $resource was not free\n");
+    file_put_contents('php://stderr', "thread $thread: $resource was not free\n");
     exit(1);
 }
 usleep(1_300_000);
 $other = $factory->createLock($resource, 5);
 if (!$lock->isAcquired() || $lock->isLost() || $other->acquire()) {
-    fwrite(STDERR, "thread $thread: $resource was not kept by the refresher\n");
+    file_put_contents('php://stderr', "thread $thread: $resource was not kept by the refresher\n");
     exit(1);
 }
 $lock->release();
 if (!$other->acquire()) {
-    fwrite(STDERR, "thread $thread: $resource stayed held after its release\n");
+    file_put_contents('php://stderr', "thread $thread: $resource stayed held after its release\n");
     exit(1);
 }
 $other->release();

@@ -9,7 +9,7 @@ $factory = require __DIR__.'/factory.php';
 $lock = $factory->createLock('threads-timelimit', 60);
 if ($thread === 0) {
     if (!$lock->acquire()) {
-        fwrite(STDERR, "thread 0: the lock was not free\n");
+        file_put_contents('php://stderr', "thread 0: the lock was not free\n");
         exit(1);
     }
     touch("$dir/held");
@@ -17,7 +17,7 @@ if ($thread === 0) {
         usleep(10_000);
     }
     if (!$lock->isAcquired()) {
-        fwrite(STDERR, "thread 0: lost its lock while the others timed out\n");
+        file_put_contents('php://stderr', "thread 0: lost its lock while the others timed out\n");
         exit(1);
     }
     $lock->release();
