@@ -35,9 +35,11 @@ check: build lint test-rust
 
 ## Everything `make test` runs on this machine: formatting, lints, the engine's tests, the PHP suites against the
 ## built .so (short versions of the php-fpm, worker, chaos and fuzz runs included; again against Valkey and
-## symfony/lock 7.4 where the platform has them), a subset of them under valgrind, and the phpize build.
-## `make test-debian13` runs the same on Debian 13, `make test-dist` the packages; .ci/run runs all three.
-test: build lint test-rust test-php test-valgrind test-phpize
+## symfony/lock 7.4 where the platform has them), a subset of them under valgrind, the phpize build, and the thread
+## suite (a thread-safe PHP built from source). `make test-debian13` runs the same on Debian 13 (THREADS=no: the
+## thread suite once per CI run, on the host; test-dist runs PHP threads in a Debian 13 root with the -zts package),
+## `make test-dist` the packages; .ci/run runs all three.
+test: build lint test-rust test-php test-valgrind test-phpize $(if $(filter no,$(THREADS)),,test-threads)
 
 # CLIPPY=no skips clippy (make test-debian13: the host's compiler and the same sources give the same verdict).
 lint:
@@ -97,13 +99,20 @@ test-platforms:
 dist: build
 	@bash scripts/dist.sh
 
+## The arm64 -zts tarball (thread-safe PHP 8.4 on arm64), built and checked under qemu in the cross root: an arm64 ZTS
+## PHP cross-compiled from source, Deadbolt cross-built for it, the tarball installed there with PHP threads sharing a
+## lock (scripts/zts-arm64.sh). Not part of make dist / .ci/run: its PHP build alone is 9 CPU-minutes.
+zts-arm64:
+	@bash scripts/zts-arm64.sh
+
 ## The packages installed where nothing but PHP is: fresh Debian 12 and 13 roots, and a /usr/local layout; the .deb,
 ## the tarball's install.sh, and make install / make uninstall in each (scripts/test-dist.sh).
 test-dist: dist
 	@bash scripts/test-dist.sh
 
-## Work in progress for thread-safe PHP: Deadbolt built for a ZTS PHP 8.4 with its embed SAPI (built into
-## target/zts-php), in a host of our own running PHP requests in many threads of one process (scripts/test-threads.sh).
+## Thread-safe PHP: Deadbolt built for a ZTS PHP 8.4 with its embed SAPI (built from source into target/zts-php), in
+## a host of our own running PHP requests in many threads of one process, natively and under helgrind
+## (scripts/test-threads.sh).
 test-threads:
 	@bash scripts/test-threads.sh
 

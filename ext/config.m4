@@ -10,13 +10,13 @@ PHP_ARG_ENABLE([deadbolt],
   [yes], [no])
 
 if test "$PHP_DEADBOLT" != "no"; then
-  dnl Thread-safe PHP (FrankenPHP, some images) is refused here, not by a symbol error when PHP loads the module.
+  dnl Thread-safe (ZTS: FrankenPHP, the -zts images) and NTS PHP alike; say which, as the build log's first fact.
   AC_MSG_CHECKING([whether $PHP_CONFIG describes a thread-safe (ZTS) PHP])
   if grep -q '^#define ZTS 1' "$phpincludedir/main/php_config.h" 2>/dev/null; then
-    AC_MSG_RESULT([yes])
-    AC_MSG_ERROR([Deadbolt supports non-thread-safe (NTS) PHP only; $PHP_CONFIG describes a ZTS build (php -v says "ZTS"). Use an NTS PHP: Debian's php packages and the official php images are NTS.])
+    AC_MSG_RESULT([yes: Deadbolt is built for PHP threads])
+  else
+    AC_MSG_RESULT([no])
   fi
-  AC_MSG_RESULT([no])
 
   AC_PATH_PROG([DEADBOLT_CARGO], [cargo], [no], [$PATH:$HOME/.cargo/bin])
   if test "$DEADBOLT_CARGO" = "no"; then

@@ -3,8 +3,10 @@
 #   x86_64  PHP 8.2  the host's build (Debian 12, target/release/)                       .tgz + .deb
 #   x86_64  PHP 8.4  built and packaged in the Debian 13 root (target/debian13/)          .tgz + .deb
 #   x86_64  PHP 8.5  built and packaged in the php85 root (sid + experimental, target/php85/)  .tgz
+#   x86_64  PHP 8.4 ZTS  built here against the thread-safe PHP of scripts/zts-php.sh (target/zts/, the thread
+#                    suite's build)                                                        -zts .tgz
 #   arm64   PHP 8.2, 8.4, 8.5  cross-built (scripts/build-arm64.sh), packaged in the cross root
-#                    .tgz each, .deb for 8.2 (Debian 12) and 8.4 (Debian 13)
+#                    .tgz each, .deb for 8.2 (Debian 12) and 8.4 (Debian 13); the arm64 ZTS tarball is make zts-arm64's
 # then SHA256SUMS over every package. A build that already exists is reused (cargo finds it fresh), so after
 # make test-debian13 / make test-platforms nothing is compiled twice.
 # DEADBOLT_DIST_HOST_ONLY=1: the host's packages only (no Debian root is made).
@@ -28,7 +30,11 @@ if [ "${DEADBOLT_DIST_HOST_ONLY:-0}" != 1 ]; then
   bash scripts/build-php85.sh
   bash scripts/debian-root.sh run php85 bash -c 'cd "$1" && DEADBOLT_PACKAGE_KINDS=tgz PHP_CONFIG=/usr/bin/php-config8.5 \
     bash scripts/package.sh target/php85/release/libdeadbolt.so "$2"' bash "$PWD" "$out"
-  bash scripts/build-arm64.sh
+  zts=$(bash scripts/zts-php.sh)
+  PHP=$zts/bin/php PHP_CONFIG=$zts/bin/php-config CARGO_TARGET_DIR=$PWD/target/zts \
+    cargo build --release --locked --features helgrind   # the thread suite's build (scripts/test-threads.sh)
+  PHP_CONFIG=$zts/bin/php-config bash scripts/package.sh target/zts/release/libdeadbolt.so "$out"
+  bash scripts/build-arm64.sh 8.2 8.4 8.5
   DEADBOLT_ROOT_NO_TOOLCHAIN=1 bash scripts/debian-root.sh run cross bash -c '
     set -euo pipefail; cd "$1"
     bash scripts/package.sh target/arm64/php8.2/libdeadbolt.so "$2" target/arm64/php8.2/facts

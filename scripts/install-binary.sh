@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Deadbolt into a PHP, for every SAPI of it, from a built deadbolt.so or a release tarball
-# (php_deadbolt-<version>_php<X.Y>-x86_64-linux-glibc-nts.tgz), and uninstalls exactly what it installed.
+# (php_deadbolt-<version>_php<X.Y>-<x86_64|arm64>-linux-glibc-<nts|zts>.tgz: a thread-safe PHP takes the -zts one),
+# and uninstalls exactly what it installed.
 # Needs nothing but PHP and coreutils: no compiler, no php-dev. `make install` / `make uninstall` run it too.
 #
 #   install-binary.sh install FILE.so|FILE.tgz
@@ -47,8 +48,7 @@ php=$(find_php)
 # -n: the facts of this PHP binary, whatever its ini files load (an old deadbolt among them).
 php_fact() { "$php" -n -r "echo $1;"; }
 version=$(php_fact 'PHP_MAJOR_VERSION.".".PHP_MINOR_VERSION')
-[ "$(php_fact '(int) PHP_ZTS')" = "0" ] || die "$php is a thread-safe (ZTS) PHP $version build; Deadbolt supports \
-non-thread-safe (NTS) PHP only, which is what Debian, the official php:*-cli/-fpm images and most distributions ship."
+zts=$(php_fact '(int) PHP_ZTS')
 ext_dir=$("$php" -r 'echo ini_get("extension_dir");' 2>/dev/null) || ext_dir=
 [ -n "$ext_dir" ] || ext_dir=$(php_fact 'PHP_EXTENSION_DIR')
 manifest=$ext_dir/deadbolt.installed
@@ -98,6 +98,13 @@ package first (apt-get remove), or keep using it"
   if ! check=$("$php" -n -d display_errors=stderr -d extension="$(realpath "$so")" \
       -r 'exit(extension_loaded("deadbolt") ? 0 : 1);' 2>&1); then
     [ -n "$tmp" ] && rm -rf "$tmp"
+    local want=nts; [ "$zts" = 1 ] && want=zts
+    # The thread safety differs: PHP says "build ID=API...,NTS" / ",TS", or the loader misses the other kind's
+    # symbols (an NTS module in a ZTS PHP: "undefined symbol: executor_globals"). Name the package that fits.
+    case "$check" in
+      *"build ID"*|*"symbol: executor_globals"*|*"symbol: compiler_globals"*|*"symbol: tsrm_"*|*"globals_offset"*)
+        check="$check (this PHP is ${want^^}: use the *-linux-glibc-$want.tgz for PHP $version)" ;;
+    esac
     die "$so does not load into $php (PHP $version): ${check:-extension not loaded}"
   fi
   make_dir "$ext_dir"

@@ -8,6 +8,7 @@
 #   package-check.sh make               # make install / make uninstall of the build tree (CARGO_TARGET_DIR)
 #   package-check.sh dockerfile FILE.tgz  # deploy/Dockerfile's RUN step as written, then install.sh uninstall
 #
+# DEADBOLT_CHECK_THREADS=DRIVER adds, while installed, PHP threads sharing a lock (expect_threads).
 # DEADBOLT_CHECK_REDIS=1 adds, while installed: the root's own redis-server (installed into this throw-away copy),
 # and a Redis lock handed over to a waiter blocked in acquire(true) (scripts/handover-check.php).
 set -euo pipefail
@@ -33,7 +34,17 @@ expect_loaded() {
   REPORT_WORK_MS=${REPORT_WORK_MS:-4000} bash scripts/demo.sh --installed >/tmp/demo.log 2>&1 || { cat /tmp/demo.log; fail "the report job did not acquire and skip"; }
   echo "package-check ($how): report.php run twice at once: one acquired, one skipped"
   [ "${DEADBOLT_CHECK_REDIS:-0}" = 1 ] && expect_handover
+  [ -n "${DEADBOLT_CHECK_THREADS:-}" ] && expect_threads
   return 0
+}
+# PHP threads of one process sharing one lock with the installed module, as PHP's ini files load it:
+# DEADBOLT_CHECK_THREADS is the thread suite's host (scripts/thread-driver.sh), 8 threads x 1,000 flock cycles.
+expect_threads() {
+  local dir; dir=$(mktemp -d); echo 0 > "$dir/counter"
+  STORE=flock DIR=$dir CYCLES=125 timeout 300 "$DEADBOLT_CHECK_THREADS" requests 8 8 "$PWD/tests/Threads/counter.php" \
+    || fail "PHP threads with the installed module: the driver failed"
+  [ "$(cat "$dir/counter")" = 8000 ] || fail "PHP threads: the counter says $(cat "$dir/counter") of 8000 cycles"
+  echo "package-check ($how): 8 PHP threads of one process, 8,000 flock cycles on one lock, counted exactly"
 }
 expect_handover() {
   command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

@@ -6,9 +6,9 @@
 # FACTS, when given, is a file of phpver=, api=, zts= and arch= lines describing the PHP the .so was built for (a
 # cross build: scripts/build-arm64.sh writes it from that PHP itself); without it this platform's PHP says them.
 # Writes into OUTDIR
-#   php_deadbolt-<version>_php<X.Y>-<x86_64|arm64>-linux-glibc-nts.tgz   PIE's name for a pre-built binary:
+#   php_deadbolt-<version>_php<X.Y>-<x86_64|arm64>-linux-glibc-<nts|zts>.tgz   PIE's name for a pre-built binary:
 #                                                      deadbolt.so, deadbolt.ini, the stubs, LICENSE, install.sh
-#   php<X.Y>-deadbolt_<version>-1_<amd64|arm64>.deb    laid out like Debian's own php<X.Y>-<ext> packages
+#   php<X.Y>-deadbolt_<version>-1_<amd64|arm64>.deb    laid out like Debian's own php<X.Y>-<ext> packages (NTS only)
 #   php<X.Y>-deadbolt-<arch>.glibc                      the glibc symbol versions the .so needs
 # and refuses to package a .so that needs a glibc symbol newer than the oldest glibc the packages support: Debian
 # 12's 2.36 (DEADBOLT_GLIBC_FLOOR), whichever Debian the .so was built on. DEADBOLT_PACKAGE_KINDS=tgz leaves the
@@ -27,7 +27,8 @@ else
   phpver=$(fact 'PHP_MAJOR_VERSION.".".PHP_MINOR_VERSION'); api=$(basename "$(fact PHP_EXTENSION_DIR)")
   zts=$(fact '(int) PHP_ZTS'); debarch=$(dpkg --print-architecture)
 fi
-[ "$zts" = 0 ] || { echo "package: PHP $phpver here is a thread-safe (ZTS) build; Deadbolt packages NTS PHP only" >&2; exit 1; }
+# A thread-safe PHP's build gets PIE's -zts tarball and no .deb: Debian ships no ZTS PHP.
+threads=nts; [ "$zts" = 0 ] || threads=zts
 # PIE names the machine x86_64 or arm64; Debian names it amd64 or arm64. The binutils are the
 # ones for the .so's machine (an arm64 .so is packaged on x86_64 with the aarch64 cross binutils).
 case "$debarch" in
@@ -64,7 +65,7 @@ ini_text='; Deadbolt: Symfony-Lock-compatible locks for PHP, native
 extension=deadbolt.so'
 
 # --- The PIE tarball: files at the top level, as PIE looks for <extension>.so there.
-tgz_name=php_deadbolt-${version}_php${phpver}-${arch}-linux-glibc-nts.tgz
+tgz_name=php_deadbolt-${version}_php${phpver}-${arch}-linux-glibc-${threads}.tgz
 stage=$work/tgz
 mkdir -p "$stage"
 cp "$work/deadbolt.so" "$stage/"
@@ -72,11 +73,11 @@ printf '%s\n' "$ini_text" > "$stage/deadbolt.ini"
 cp -r stubs "$stage/stubs"
 cp LICENSE "$stage/LICENSE"
 install -m 0755 scripts/install-binary.sh "$stage/install.sh"
-printf 'Deadbolt %s for PHP %s (API %s, NTS, %s glibc >= %s).\nInstall: ./install.sh install deadbolt.so   (or: make install from the source tree)\nUninstall: ./install.sh uninstall\n' \
-  "$version" "$phpver" "$api" "$arch" "$newest" > "$stage/README"
+printf 'Deadbolt %s for PHP %s (API %s, %s, %s glibc >= %s).\nInstall: ./install.sh install deadbolt.so   (or: make install from the source tree)\nUninstall: ./install.sh uninstall\n' \
+  "$version" "$phpver" "$api" "${threads^^}" "$arch" "$newest" > "$stage/README"
 tar --owner=0 --group=0 --numeric-owner --sort=name --mtime='@0' -czf "$out/$tgz_name" -C "$stage" .
 
-if [ "${DEADBOLT_PACKAGE_KINDS:-tgz deb}" = tgz ]; then
+if [ "${DEADBOLT_PACKAGE_KINDS:-tgz deb}" = tgz ] || [ "$threads" = zts ]; then
   echo "package: $out/$tgz_name ($(du -k "$out/$tgz_name" | cut -f1) KiB), needs glibc >= $newest (floor $floor)"
   exit 0
 fi

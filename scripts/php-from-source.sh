@@ -4,18 +4,18 @@
 #
 #   scripts/php-from-source.sh nts   # /usr/local: --with-config-file-path=/usr/local/etc/php and the scan dir
 #                                    # /usr/local/etc/php/conf.d, as in php:8.4-cli (no phpenmod, no /etc/php)
-#   scripts/php-from-source.sh zts   # /opt/php-zts: a thread-safe build (what FrankenPHP and -zts images use)
+#
+# (The thread-safe PHP, as php:8.4-zts, is scripts/zts-php.sh's: built on the host, where the thread suite uses it.)
 #
 # Prints the path of a tarball of the installed tree (extract it at / in a root). Cached in target/php-src/ by
 # its recipe. Only the extensions the tests need are built (--disable-all --enable-ctype): minutes, not tens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind=${1:?usage: php-from-source.sh nts|zts}
+kind=${1:?usage: php-from-source.sh nts}
 case "$kind" in
   nts) prefix=/usr/local; flags=(--with-config-file-path=/usr/local/etc/php
          --with-config-file-scan-dir=/usr/local/etc/php/conf.d) ;;
-  zts) prefix=/opt/php-zts; flags=(--enable-zts --with-config-file-scan-dir=/opt/php-zts/etc/conf.d) ;;
-  *) echo "php-from-source: nts or zts" >&2; exit 1 ;;
+  *) echo "php-from-source: nts only (a ZTS PHP: scripts/zts-php.sh)" >&2; exit 1 ;;
 esac
 out=$PWD/target/php-src
 mkdir -p "$out"

@@ -9,8 +9,9 @@
 #     There: the tarball's install.sh, deploy/Dockerfile's RUN step as written, and make install / make uninstall
 #   - in the Debian 13 build root beside Debian's PHP: PHP_CONFIG=/usr/local/bin/php-config builds and installs for
 #     the /usr/local PHP only (scripts/php-config-check.sh)
-#   - a thread-safe PHP (scripts/php-from-source.sh zts) in the Debian 13 build root: cargo build, phpize +
-#     configure and install-binary.sh all refuse it with a message (scripts/zts-check.sh)
+#   - a thread-safe PHP built as the official php:8.4-zts images build theirs (scripts/zts-php.sh), alone in a fresh
+#     Debian 13 root: the -zts tarball's install.sh, the report job, and 8 PHP threads of one process sharing a lock
+#     with the installed module (the thread suite's host, tests/Threads/driver.c), then uninstall
 #   - arm64, under qemu-user-static: Debian 12 and 13 arm64 with php-cli + php-fpm: the .deb (with a Redis lock
 #     handed over to a waiter, against the root's own arm64 redis-server) and the PIE tarball's install.sh
 #   - PHP 8.5: the x86_64 tarball in Debian sid with experimental's php8.5-cli + php8.5-fpm only, the arm64 tarball
@@ -108,7 +109,7 @@ php85() {
 
 # The official images' layout, with a PHP built the way they build it; two PHPs on one machine; a ZTS PHP.
 usr_local() {
-  local nts tgz build_dir usr_local zts
+  local nts tgz build_dir usr_local
   nts=$(bash scripts/php-from-source.sh nts)
   tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz | head -1)
   build_dir=$(build_dir_for debian13)
@@ -125,10 +126,23 @@ usr_local() {
   unset DEADBOLT_ROOT_NO_TOOLCHAIN
   check "PHP_CONFIG picks the /usr/local PHP over Debian's (build, make install/uninstall)" debian13 \
     bash -c "$(in_project "tar -xzf $nts -C / && bash scripts/php-config-check.sh")"
-  # A thread-safe PHP is refused on every way in.
-  zts=$(bash scripts/php-from-source.sh zts)
-  check "ZTS PHP refused (cargo build, phpize, install-binary.sh)" debian13 \
-    bash -c "$(in_project "tar -xzf $zts -C / && DEADBOLT_NTS_SO=$build_dir/release/libdeadbolt.so bash scripts/zts-check.sh")"
+  zts_php
+}
+
+# The -zts tarball in a thread-safe PHP laid out as php:8.4-zts is, with nothing else in the root.
+zts_php() {
+  local here tgz nts driver=$logs/driver
+  here=$(bash scripts/zts-php.sh)
+  tgz=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-zts.tgz 2>/dev/null | head -1)
+  nts=$(ls "$dist"/php_deadbolt-*_php8.4-x86_64-linux-glibc-nts.tgz 2>/dev/null | head -1)
+  [ -n "$tgz" ] && [ -n "$nts" ] || { record FAIL - "ZTS: no PHP 8.4 x86_64 -zts (or -nts) tarball"; return; }
+  bash scripts/thread-driver.sh "$here" "$driver" /usr/local/lib
+  # The -nts tarball is refused first, naming the -zts one; nothing is written.
+  check "ZTS PHP (php:8.4-zts layout): -nts refused, -zts tarball + install.sh, PHP threads ($(basename "$tgz"))" \
+    debian13-base bash -c "$(in_project "tar -xzf target/zts-php/php-zts.tgz -C / && export PATH=/usr/local/bin:\$PATH && \
+      if out=\$(bash scripts/install-binary.sh install $nts 2>&1); then echo \"the -nts tarball installed\"; exit 1; fi && \
+      echo \"\$out\" | grep -F -- 'use the *-linux-glibc-zts.tgz' && \
+      DEADBOLT_CHECK_THREADS=$PWD/$driver bash scripts/package-check.sh tgz $tgz")"
 }
 
 # The groups at once, each into its own log, printed whole as it ends.

@@ -1,32 +1,86 @@
 #!/usr/bin/env bash
-# Builds a thread-safe (ZTS) PHP 8.4 with its embed SAPI (libphp.so) from upstream source into target/zts-php, on
-# this machine, for the thread suite (scripts/test-threads.sh): the host that runs PHP threads is our own driver
-# (tests/Threads/driver.c), as FrankenPHP is a host of its own. Only what the suite needs is built (--disable-all,
-# plus ctype, pcntl and posix): a few minutes. Cached by its recipe; prints the prefix.
+# Builds a thread-safe (ZTS) PHP 8.4 from upstream source (the orig tarball of Debian 13's php8.4), configured as the
+# official php:8.4-zts images configure theirs: prefix /usr/local, php.ini in /usr/local/etc/php and its scan
+# directory conf.d, --enable-zts --disable-zend-signals, --enable-embed (the SAPI FrankenPHP and our thread host are
+# built on), their compiler flags; only what the tests need besides (--disable-all, then ctype, pcntl, posix): a few
+# minutes. Staged, never installed here:
+#
+#   scripts/zts-php.sh           x86_64, built on this machine, into target/zts-php/
+#   scripts/zts-php.sh arm64     arm64, cross-compiled in the cross root (sid, the aarch64 GCC), into target/zts-php-arm64/
+#
+#   <out>/php-zts.tgz      the installed tree, to extract at / in a root (scripts/test-dist.sh installs the -zts
+#                          package into it)
+#   <out>/root/usr/local   the same tree usable in place (bin/php, lib/libphp.so, and a bin/php-config and bin/phpize
+#                          naming the staged tree), for the thread suite and the ZTS builds of the extension
+#                          (scripts/test-threads.sh, scripts/build-arm64.sh, make dist)
+#
+# Cached by its recipe. Prints the in-place directory. The x86_64 tree needs only libc and libm, so one built on Debian
+# 12 runs in a Debian 13 root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prefix=$PWD/target/zts-php
-recipe="php8.4 zts embed $prefix --disable-all --enable-ctype --enable-pcntl --enable-posix"
-if [ -x "$prefix/bin/php" ] && [ "$(cat "$prefix/recipe" 2>/dev/null)" = "$recipe" ]; then echo "$prefix"; exit 0; fi
-need=(gcc libc6-dev make pkg-config xz-utils curl)
-missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if ((${#missing[@]})); then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+arch=${1:-x86_64}
+case "$arch" in
+  x86_64) out=$PWD/target/zts-php; cross=() ;;
+  arm64) out=$PWD/target/zts-php-arm64; cross=(--host=aarch64-linux-gnu --build=x86_64-linux-gnu) ;;
+  *) echo "zts-php: x86_64 or arm64" >&2; exit 1 ;;
+esac
+stage=$out/root
+here=$stage/usr/local
+# The images' flags (PHP_CFLAGS, PHP_CPPFLAGS, PHP_LDFLAGS: no -g) and their ZTS options (--enable-zts
+# --disable-zend-signals, as FrankenPHP also requires; --enable-embed).
+flags=(CFLAGS="-fstack-protector-strong -fpic -fpie -O2 -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64"
+  CPPFLAGS="-fstack-protector-strong -fpic -fpie -O2 -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64"
+  LDFLAGS="-Wl,-O1 -pie")
+configure=(--prefix=/usr/local --with-config-file-path=/usr/local/etc/php
+  --with-config-file-scan-dir=/usr/local/etc/php/conf.d --enable-zts --disable-zend-signals --enable-embed
+  --disable-all --enable-ctype --enable-pcntl --enable-posix
+  --disable-cgi --disable-phpdbg --without-sqlite3 --without-pdo-sqlite --without-libxml --without-pear "${cross[@]}")
+recipe="php8.4 ${configure[*]} ${flags[*]} (in-place php-config, phpize)"
+
+# build: configure, make and stage (run where the compiler is: here, or inside the cross root).
+build() {
+  local work=$out.build
+  rm -rf "$work" "$out"; mkdir -p "$work" "$out"
+  tar -xJf target/php-src/src/php8.4_*.orig.tar.xz -C "$work" --strip-components=1
+  (
+    cd "$work"
+    [ "$arch" = arm64 ] && export CC=aarch64-linux-gnu-gcc
+    ./configure "${configure[@]}" "${flags[@]}" > configure.log 2>&1 || { tail -30 configure.log >&2; exit 1; }
+    make -j"$(nproc)" > make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+    make install INSTALL_ROOT="$stage" > install.log 2>&1 || { tail -30 install.log >&2; exit 1; }
+  )
+  rm -rf "$work"
+}
+if [ "${2:-}" = --inside ]; then build; exit 0; fi
+
+# One build at a time: a second caller waits for the first's, then finds it cached.
+mkdir -p target; exec 9> "target/zts-php-$arch.lock"; flock 9
+if [ -x "$here/bin/php" ] && [ -f "$out/php-zts.tgz" ] && [ "$(cat "$out/recipe" 2>/dev/null)" = "$recipe" ]; then
+  echo "$here"; exit 0
 fi
 # shellcheck source=lib/php-source.sh
 source scripts/lib/php-source.sh
-php84_source "$PWD/target/php-src/src" "$(bash scripts/debian-mirror.sh)" "$PWD/scripts/lib/private-apt.sh"
-build=$PWD/target/zts-php.build
-rm -rf "$build" "$prefix"; mkdir -p "$build"
-tar -xJf target/php-src/src/php8.4_*.orig.tar.xz -C "$build" --strip-components=1
-cd "$build"
-./configure --prefix="$prefix" --enable-zts --enable-embed --disable-all --enable-ctype --enable-pcntl \
-  --enable-posix --disable-cgi --disable-phpdbg --without-sqlite3 --without-pdo-sqlite --without-libxml \
-  --without-pear > configure.log 2>&1 || { tail -30 configure.log >&2; exit 1; }
-make -j"$(nproc)" > make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
-make install > install.log 2>&1 || { tail -30 install.log >&2; exit 1; }
-cd - >/dev/null
-rm -rf "$build"
-echo "$recipe" > "$prefix/recipe"
-"$prefix/bin/php" -n -v | head -1 >&2
-echo "$prefix"
+if [ "$arch" = x86_64 ]; then
+  need=(gcc libc6-dev make pkg-config xz-utils curl)
+  missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if ((${#missing[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  php84_source "$PWD/target/php-src/src" "$(bash scripts/debian-mirror.sh)" "$PWD/scripts/lib/private-apt.sh"
+  build
+else
+  php84_source "$PWD/target/php-src/src" "$(bash scripts/debian-mirror.sh)" "$PWD/scripts/lib/private-apt.sh"
+  source scripts/lib/roots.sh
+  ensure_cross_root >&2
+  DEADBOLT_ROOT_NO_TOOLCHAIN=1 bash scripts/debian-root.sh run cross --fresh \
+    bash -c 'cd "$1" && bash scripts/zts-php.sh arm64 --inside' bash "$PWD" >&2
+fi
+# The scan directory exists, empty, as in the images (docker-php-ext-enable writes there).
+mkdir -p "$stage/usr/local/etc/php/conf.d"
+tar -czf "$out/php-zts.tgz" -C "$stage" .
+# In place, php-config and phpize name the staged tree (the tarball keeps /usr/local).
+sed -i "s|^prefix=\"/usr/local\"|prefix=\"$here\"|" "$here/bin/php-config"
+sed -i "s|^prefix='/usr/local'|prefix='$here'|" "$here/bin/phpize"
+echo "$recipe" > "$out/recipe"
+echo "zts-php: $arch: $here" >&2
+echo "$here"
