@@ -6,7 +6,18 @@
 #   source scripts/lib/php-source.sh
 #   php84_source DIR MIRROR PRIVATE_APT_LIB     # DIR/php8.4_*.orig.tar.xz exists afterwards
 php84_source() {
-  local src=${1:?usage: php84_source DIR MIRROR PRIVATE_APT_LIB} mirror=${2:?} lib=${3:?}
+  local src=${1:?usage: php84_source DIR MIRROR PRIVATE_APT_LIB}
+  mkdir -p "$(dirname "$src")"
+  # One fetch at a time: the host lane's ZTS build and the Debian 13 lane's NTS build may ask at once (.ci/run), and
+  # a second caller must neither delete the first's download nor read it half-written. It waits, then finds it.
+  (
+    flock 9
+    fetch_php84_source "$@"
+  ) 9> "$src.lock"
+}
+
+fetch_php84_source() {
+  local src=$1 mirror=${2:?} lib=${3:?}
   ls "$src"/php8.4_*.orig.tar.xz >/dev/null 2>&1 && return 0
   rm -rf "$src"
   # shellcheck source=private-apt.sh
