@@ -9,7 +9,7 @@
 #   scripts/build-arm64.sh [8.2|8.4|8.5|8.4-zts ...]     # default: 8.2 8.4 8.5
 #
 # 8.4-zts is the thread-safe PHP 8.4 that scripts/zts-php.sh cross-compiles (configured as php:8.4-zts): its headers
-# and `php -i` (run under qemu in the cross root) describe it; make zts-arm64 (scripts/zts-arm64.sh) packages and
+# and `php -i` (run under qemu in the cross root) describe it; make zts-extra (scripts/zts-extra.sh) packages and
 # checks it. Built without the `helgrind` feature (the cross root has no valgrind headers, and no helgrind runs on
 # arm64 here): the same code, with no announcements to valgrind.
 #

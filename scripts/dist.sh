@@ -6,7 +6,7 @@
 #   x86_64  PHP 8.4 ZTS  built here against the thread-safe PHP of scripts/zts-php.sh (target/zts/, the thread
 #                    suite's build)                                                        -zts .tgz
 #   arm64   PHP 8.2, 8.4, 8.5  cross-built (scripts/build-arm64.sh), packaged in the cross root
-#                    .tgz each, .deb for 8.2 (Debian 12) and 8.4 (Debian 13); the arm64 ZTS tarball is make zts-arm64's
+#                    .tgz each, .deb for 8.2 (Debian 12) and 8.4 (Debian 13); the other -zts tarballs are make zts-extra's
 # then SHA256SUMS over every package. A build that already exists is reused (cargo finds it fresh), so after
 # make test-debian13 / make test-platforms nothing is compiled twice.
 # DEADBOLT_DIST_HOST_ONLY=1: the host's packages only (no Debian root is made).

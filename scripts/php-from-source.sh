@@ -35,7 +35,7 @@ bash scripts/debian-root.sh run debian13 --fresh bash -c '
   src=$out/src
   mirror=$(sed -n "s/^deb \(\S*\) trixie main$/\1/p" /etc/apt/sources.list | head -1)
   source "$source_lib"
-  php84_source "$src" "$mirror" "$lib"
+  php_source 8.4 "$src" "$mirror" "$lib"
   build=/tmp/php-build; rm -rf "$build"; mkdir -p "$build"
   tar -xJf "$src"/php8.4_*.orig.tar.xz -C "$build" --strip-components=1
   cd "$build"
