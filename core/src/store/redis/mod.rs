@@ -38,7 +38,6 @@ use calls::{Holder, ScriptCall};
 use native::NativeTransport;
 use transport::{RunError, RunErrorKind, Transport};
 
-/// A Redis-backed store over any [`Transport`].
 /// Redis's once-made values (`crate::threads`): the scripts and their digests, the native connections'
 /// table, the TLS crypto provider, and the CPU checks of the reply parser (memchr decides on first use).
 pub(crate) fn set_up() {
@@ -48,6 +47,7 @@ pub(crate) fn set_up() {
     let _ = redis::parse_redis_value(b"+OK\r\n");
 }
 
+/// A Redis-backed store over any [`Transport`].
 pub struct RedisStore<T: Transport> {
     transport: T,
     extender: OnceLock<Option<Arc<dyn Extender>>>,
