@@ -38,11 +38,13 @@ pub enum Counter {
     Released,
     /// Locks written that too few replicas acknowledged (`replicas` on a Redis DSN), released.
     Unacknowledged,
+    /// Resources released by an operator whatever their owner (`forceRelease()`, `deadbolt release --force`).
+    ForceReleased,
 }
 
 impl Counter {
     /// Every counter, in report order.
-    pub const ALL: [Counter; 11] = [
+    pub const ALL: [Counter; 12] = [
         Counter::Acquired,
         Counter::Conflicts,
         Counter::Timeouts,
@@ -54,6 +56,7 @@ impl Counter {
         Counter::Polls,
         Counter::Released,
         Counter::Unacknowledged,
+        Counter::ForceReleased,
     ];
 
     /// The name in snapshots and in the Prometheus rendering.
@@ -70,6 +73,7 @@ impl Counter {
             Counter::Polls => "polls",
             Counter::Released => "released",
             Counter::Unacknowledged => "unacknowledged",
+            Counter::ForceReleased => "force_released",
         }
     }
 }

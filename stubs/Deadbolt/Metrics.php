@@ -15,7 +15,8 @@ namespace Deadbolt;
  * Counters: acquired, conflicts (non-blocking attempts that found the lock held), timeouts (waits that hit their
  * deadline), lost (auto-refreshed locks found gone), refresh_ok, refresh_failed, store_errors, wakeups (waits woken
  * by a release), polls (waits that woke up by themselves), released, unacknowledged (Redis locks written that too
- * few replicas acknowledged, with `replicas` on the DSN: released, and the acquire or refresh failed). Timings: wait_seconds (each acquire call) and
+ * few replicas acknowledged, with `replicas` on the DSN: released, and the acquire or refresh failed), force_released
+ * (resources an operator released whatever their owner). Timings: wait_seconds (each acquire call) and
  * hold_seconds (from acquire to release). The same counters appear in phpinfo().
  */
 final class Metrics

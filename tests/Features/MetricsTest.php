@@ -29,6 +29,7 @@ final class MetricsTest extends FeatureTestCase
         'polls' => 0,
         'released' => 0,
         'unacknowledged' => 0,
+        'force_released' => 0,
     ];
 
     public function testAnExactFlockScenarioIsCountedExactly(): void
@@ -83,6 +84,7 @@ final class MetricsTest extends FeatureTestCase
             'polls' => 0,
             'released' => 2,
             'unacknowledged' => 0,
+            'force_released' => 0,
         ], $counters);
         $this->assertSame(['counters', 'timings'], array_keys($after));
         $this->assertSame(['wait_seconds', 'hold_seconds'], array_keys($after['timings']));
