@@ -25,6 +25,8 @@ pub struct Key {
     /// Stores' own state for this key, one entry per store type (symfony/lock's `Key::setState`).
     /// State belongs to this process: a key holding any cannot be serialized.
     states: Vec<(TypeId, Box<dyn Any + Send>)>,
+    /// The caller's label for the records its locks leave (a job id); checked when set.
+    label: Option<String>,
 }
 
 impl Key {
@@ -36,6 +38,7 @@ impl Key {
             lifetime: Lifetime::default(),
             epoch: epoch(),
             states: Vec::new(),
+            label: None,
         }
     }
 
@@ -76,6 +79,26 @@ impl Key {
     /// The owner token if one was drawn; a key without one has never been saved anywhere.
     pub fn drawn_token(&self) -> Option<&Token> {
         self.token.get()
+    }
+
+    /// The caller's label for the records this key's locks leave, if it set one.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// Sets the label for the records this key's locks leave (see `holder`); empty: none (the
+    /// process's default applies).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a label a record cannot hold.
+    pub fn set_label(&mut self, label: &str) -> Result<()> {
+        self.label = crate::holder::checked_label(label)?;
+        Ok(())
+    }
+
+    /// The record this key's locks leave in a store (`holder::record`).
+    pub fn holder_record(&self) -> String {
+        crate::holder::record(self.label())
     }
 
     /// Moves the expiry to `now + ttl` unless already sooner.

@@ -14,11 +14,13 @@
 //! - `lock`: the rules for acquire, refresh and release, and the log events they emit.
 //! - `refresher`: the background thread that keeps auto-refreshed locks alive.
 //! - `metrics`: per-process counters and histograms, and their Prometheus rendering.
+//! - `holder`: who holds and who waits (an operator's view), and the records locks leave for it.
 //! - `event`: what a lock reports to a logger (PSR-3 in the extension).
 //! - `interrupt`: the host's turn between the pauses of a wait (PHP's signal handlers).
 
 mod error;
 mod event;
+mod holder;
 mod interrupt;
 mod key;
 mod lifetime;
@@ -34,6 +36,10 @@ mod ttl;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventSink, Level, Silent};
+pub use holder::{
+    checked_label, digest as token_digest, unix_secs, Holder, LockState, Origin, Waiter,
+    MAX_LABEL_BYTES,
+};
 pub use interrupt::{set_interrupts, Interrupts};
 pub use key::Key;
 pub use lock::{AutoRefresh, Lock, SharedKey, StoreRef, Wait};
@@ -52,8 +58,8 @@ pub use store::redis::scripts::LockScript;
 pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 pub use store::redis::{protocol::Signal, RedisStore};
 pub use store::{
-    wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender, FencingStore, Mode,
-    PendingRelease, Store, WaitReport,
+    wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender, FencingStore,
+    InspectingStore, Mode, PendingRelease, Store, WaitReport,
 };
 pub use threads::set_up_before_threads;
 pub use ttl::{shown as shown_secs, Ttl, DEFAULT_TTL_SECS};

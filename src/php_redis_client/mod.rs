@@ -106,17 +106,9 @@ impl PhpClientTransport {
     }
 }
 
-impl Transport for PhpClientTransport {
-    fn name(&self) -> &str {
-        &self.client.name
-    }
-
-    fn cluster(&self) -> bool {
-        self.client.dialect.cluster()
-    }
-
-    /// The client's own timeouts bound its calls: `_deadline` cannot.
-    fn run(&self, call: &ScriptCall, _deadline: Option<Instant>) -> Result<i64, RunError> {
+impl PhpClientTransport {
+    /// Runs `call`'s script through the client (EVALSHA, EVAL when the server lacks it).
+    fn run_script(&self, call: &ScriptCall) -> Result<Zval, RunError> {
         let client = &self.client;
         client.dialect.check_runs_commands(client)?;
         let key_count = i64::try_from(call.keys().len()).unwrap_or(1);
@@ -130,15 +122,38 @@ impl Transport for PhpClientTransport {
                 zval
             })
             .collect();
-        let reply = client
+        client
             .dialect
             .run_script(client, call.script(), argv, key_count)
-            .map_err(|e| client.through(e))?;
-        // Every script answers an integer, which phpredis and Predis give as a PHP int; anything
-        // else is not a reply of the script (read as 0 it would pass for "held").
+            .map_err(|e| client.through(e))
+    }
+}
+
+impl Transport for PhpClientTransport {
+    fn name(&self) -> &str {
+        &self.client.name
+    }
+
+    fn cluster(&self) -> bool {
+        self.client.dialect.cluster()
+    }
+
+    /// The client's own timeouts bound its calls: `_deadline` cannot.
+    fn run(&self, call: &ScriptCall, _deadline: Option<Instant>) -> Result<i64, RunError> {
+        let reply = self.run_script(call)?;
+        // Every lock script answers an integer, which phpredis and Predis give as a PHP int;
+        // anything else is not a reply of the script (read as 0 it would pass for "held").
         reply
             .long()
-            .ok_or_else(|| client.unexpected("the lock script", &reply))
+            .ok_or_else(|| self.client.unexpected("the lock script", &reply))
+    }
+
+    /// The client's own timeouts bound its calls: `_deadline` cannot.
+    fn fetch(&self, call: &ScriptCall, _deadline: Option<Instant>) -> Result<Vec<u8>, RunError> {
+        let reply = self.run_script(call)?;
+        reply
+            .binary::<u8>()
+            .ok_or_else(|| self.client.unexpected("the inspect script", &reply))
     }
 
     /// A blocking wait through the client (BLPOP): a hand-over reaches a waiter at once here too.

@@ -2,10 +2,12 @@
 //! for code that only needs to exclude itself within one request or worker. Locks never expire.
 
 use std::collections::{HashMap, HashSet};
+use std::time::SystemTime;
 
 use crate::sync::Mutex;
 
-use crate::store::{Capabilities, FencingStore, Mode, Store};
+use crate::holder::{self, LockState, Origin};
+use crate::store::{Capabilities, FencingStore, InspectingStore, Mode, Store};
 use crate::token::Token;
 use crate::{Error, Key, Result, Ttl};
 
@@ -16,11 +18,40 @@ const NAME: &str = "InMemoryStore";
 struct Holders {
     writer: Option<Token>,
     readers: HashSet<Token>,
+    /// Each holder's record: its label and when it took the lock (the rest is this process).
+    records: HashMap<Token, (Option<String>, SystemTime)>,
 }
 
 impl Holders {
     fn is_empty(&self) -> bool {
         self.writer.is_none() && self.readers.is_empty()
+    }
+
+    /// Keeps `token`'s record unless it has one (a promotion or demotion keeps the first).
+    fn record(&mut self, token: &Token, label: Option<&str>) {
+        self.records
+            .entry(token.clone())
+            .or_insert_with(|| (label.map(str::to_owned), SystemTime::now()));
+    }
+
+    /// The holders as inspection shows them.
+    fn state(&self) -> LockState {
+        let holder = |token: &Token, mode| {
+            let (label, acquired_at) = self.records.get(token).cloned().unzip();
+            holder::Holder {
+                token_digest: holder::digest(token.as_str()),
+                mode,
+                origin: Origin::here(label.flatten().as_deref()),
+                acquired_at,
+                expires_at: None,
+            }
+        };
+        let writer = self.writer.iter().map(|w| holder(w, Mode::Exclusive));
+        let readers = self.readers.iter().map(|r| holder(r, Mode::Shared));
+        LockState {
+            holders: writer.chain(readers).collect(),
+            waiters: Vec::new(),
+        }
     }
 }
 
@@ -66,12 +97,14 @@ impl Store for InMemoryStore {
             Mode::Exclusive => {
                 // Promotion: the sole reader becomes the writer.
                 holders.readers.clear();
+                holders.record(&token, key.label());
                 holders.writer = Some(token);
                 Ok(())
             }
             Mode::Shared => {
                 // Demotion: a writer asking for read gives up its write lock.
                 holders.writer = None;
+                holders.record(&token, key.label());
                 holders.readers.insert(token);
                 Ok(())
             }
@@ -97,6 +130,7 @@ impl Store for InMemoryStore {
                 holders.writer = None;
             }
             holders.readers.remove(token);
+            holders.records.remove(token);
             if holders.is_empty() {
                 table.holders.remove(key.resource());
             }
@@ -118,6 +152,7 @@ impl Store for InMemoryStore {
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities {
             fencing: Some(self),
+            inspecting: Some(self),
             ..Capabilities::default()
         }
     }
@@ -138,5 +173,25 @@ impl FencingStore for InMemoryStore {
         }
         table.fence += 1;
         Ok(Some(table.fence))
+    }
+}
+
+impl InspectingStore for InMemoryStore {
+    fn inspect(&self, resource: &[u8]) -> Result<LockState> {
+        let table = self.locks.lock();
+        Ok(table
+            .holders
+            .get(resource)
+            .map(Holders::state)
+            .unwrap_or_default())
+    }
+
+    /// The resource's holders are forgotten; the store-wide fencing counter keeps its value.
+    fn force_release(&self, resource: &[u8]) -> Result<usize> {
+        let mut table = self.locks.lock();
+        Ok(table
+            .holders
+            .remove(resource)
+            .map_or(0, |h| usize::from(h.writer.is_some()) + h.readers.len()))
     }
 }

@@ -13,6 +13,7 @@ pub mod redis;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::holder::LockState;
 use crate::{Error, Key, Result, Ttl};
 
 /// The stores' once-made values (`crate::threads`): the idle lock files' table, SHA-256's CPU checks (a lock
@@ -106,6 +107,26 @@ pub struct Capabilities<'a> {
     /// It can release without waiting for the reply (a native Redis connection with
     /// `release=deferred`).
     pub deferring: Option<&'a dyn DeferringStore>,
+    /// It can say who holds a resource and who waits, and release it whatever its owner.
+    pub inspecting: Option<&'a dyn InspectingStore>,
+}
+
+/// An operator's view of a store: who holds a resource (and who waits for it), and the release of
+/// a resource whatever its owner. A forced release is the store's to make: its old holders find
+/// the lock gone at their next call (lost, as if it had expired), and fencing tokens keep growing.
+pub trait InspectingStore {
+    /// The resource's live holders and waiters.
+    ///
+    /// # Errors
+    /// InvalidArgument for a resource the store cannot lock; Storage when the store fails.
+    fn inspect(&self, resource: &[u8]) -> Result<LockState>;
+
+    /// Releases the resource whoever holds it (waiters then get it as after a release); the
+    /// number of holders it had.
+    ///
+    /// # Errors
+    /// InvalidArgument for a resource the store cannot lock; Storage when the store fails.
+    fn force_release(&self, resource: &[u8]) -> Result<usize>;
 }
 
 /// A store that can send a release and read its reply later.

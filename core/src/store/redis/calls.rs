@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use super::keys;
 use super::protocol::WAITING;
-use super::scripts::{LockScript, CLAIM, DELETE, EXISTS, FENCE, LEAVE, PUT_OFF, SAVE, SAVE_READ};
+use super::scripts::{
+    LockScript, CLAIM, DELETE, EXISTS, FENCE, FORCE, INSPECT, LEAVE, PUT_OFF, SAVE, SAVE_READ,
+};
 use crate::store::Mode;
 use crate::Ttl;
 
@@ -41,8 +43,15 @@ impl ScriptCall {
         ScriptCall { script, keys, args }
     }
 
-    /// Take the lock in `mode` for `ttl`; a waiting caller's attempt with its `turn`.
-    pub fn take(mode: Mode, holder: Holder<'_>, ttl: Ttl, turn: Option<Turn>) -> Self {
+    /// Take the lock in `mode` for `ttl`, leaving `record` (`holder::record`); a waiting
+    /// caller's attempt with its `turn`.
+    pub fn take(
+        mode: Mode,
+        holder: Holder<'_>,
+        ttl: Ttl,
+        record: &str,
+        turn: Option<Turn>,
+    ) -> Self {
         let script = match mode {
             Mode::Exclusive => &SAVE,
             Mode::Shared => &SAVE_READ,
@@ -51,6 +60,7 @@ impl ScriptCall {
         let mut args = vec![
             holder.token.into(),
             ttl_millis(ttl).to_string().into_bytes(),
+            record.into(),
         ];
         if let Some(turn) = turn {
             keys.push(grant_list(holder));
@@ -72,7 +82,8 @@ impl ScriptCall {
             holder.token.into(),
             ttl_millis(ttl).to_string().into_bytes(),
         ];
-        Self::new(&PUT_OFF, vec![holder.resource.to_vec()], args)
+        let keys = vec![holder.resource.to_vec(), keys::holders(holder.resource)];
+        Self::new(&PUT_OFF, keys, args)
     }
 
     /// Release the lock (handing it over to the longest waiter).
@@ -112,6 +123,18 @@ impl ScriptCall {
         Self::new(&LEAVE, keys, vec![holder.token.into()])
     }
 
+    /// Read who holds `resource` and who waits (JSON, `inspect.lua`).
+    pub fn inspect(resource: &[u8]) -> Self {
+        let mut keys = release_keys(resource);
+        keys.remove(3);
+        Self::new(&INSPECT, keys, Vec::new())
+    }
+
+    /// Release `resource` whoever holds it.
+    pub fn force_release(resource: &[u8]) -> Self {
+        Self::new(&FORCE, release_keys(resource), vec![Vec::new()])
+    }
+
     /// The script.
     pub fn script(&self) -> &'static LockScript {
         self.script
@@ -133,13 +156,14 @@ impl ScriptCall {
     }
 }
 
-/// The lock and the keys a release may touch (QUEUE, WAITERS, HANDOVERS).
+/// The lock and the keys a release may touch (QUEUE, WAITERS, HANDOVERS, HOLDERS).
 fn release_keys(resource: &[u8]) -> Vec<Vec<u8>> {
     vec![
         resource.to_vec(),
         keys::queue(resource),
         keys::waiters(resource),
         keys::handovers(resource),
+        keys::holders(resource),
     ]
 }
 
@@ -172,25 +196,31 @@ mod tests {
             overdue: true,
         };
         let full = [
-            ScriptCall::take(Mode::Exclusive, HOLDER, ttl, Some(turn)),
-            ScriptCall::take(Mode::Shared, HOLDER, ttl, Some(turn)),
+            ScriptCall::take(Mode::Exclusive, HOLDER, ttl, "1\th\t", Some(turn)),
+            ScriptCall::take(Mode::Shared, HOLDER, ttl, "1\th\t", Some(turn)),
             ScriptCall::extend(HOLDER, ttl),
             ScriptCall::release(HOLDER),
             ScriptCall::check(HOLDER),
             ScriptCall::draw_fencing_token(HOLDER),
             ScriptCall::accept_hand_over(HOLDER),
             ScriptCall::give_up(HOLDER),
+            ScriptCall::force_release(HOLDER.resource),
         ];
         for call in &full {
             let layout = call.script().layout();
             assert_eq!(call.keys().len(), layout.keys.len());
             assert_eq!(call.args().len(), layout.args.len());
             assert_eq!(call.route(), b"orders");
-            assert_eq!(call.args()[0], b"t0k3n");
         }
-        let alone = ScriptCall::take(Mode::Exclusive, HOLDER, ttl, None);
-        assert_eq!(alone.keys().len(), 4);
-        assert_eq!(alone.args(), [b"t0k3n".to_vec(), b"1000".to_vec()]);
+        let inspect = ScriptCall::inspect(HOLDER.resource);
+        assert_eq!(inspect.keys().len(), inspect.script().layout().keys.len());
+        assert_eq!(inspect.keys()[3], keys::holders(b"orders"));
+        let alone = ScriptCall::take(Mode::Exclusive, HOLDER, ttl, "1\th\t", None);
+        assert_eq!(alone.keys().len(), 5);
+        assert_eq!(
+            alone.args(),
+            [b"t0k3n".to_vec(), b"1000".to_vec(), b"1\th\t".to_vec()]
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! - `r#deadbolt:waiters`, the waiters' details (token -> "alive-until mode ttl");
 //! - `r#deadbolt:handovers`, recent hand-overs (token -> grant time), for taking back unread
 //!   ones;
+//! - `r#deadbolt:holders`, the holders' records (token -> when, pid, host, label), for an
+//!   operator's `inspect`; it lives as long as the lock;
 //! - `r#deadbolt:queue:TOKEN`, a waiter's grant list (the queue's name, then the token).
 //!
 //! Three rules shape the names:
@@ -45,6 +47,11 @@ pub fn queue(resource: &[u8]) -> Vec<u8> {
 /// The waiters' details (token -> "alive-until mode ttl").
 pub fn waiters(resource: &[u8]) -> Vec<u8> {
     companion(resource, b"waiters")
+}
+
+/// The holders' records (token -> "acquired-ms TAB pid TAB host TAB label").
+pub fn holders(resource: &[u8]) -> Vec<u8> {
+    companion(resource, b"holders")
 }
 
 /// The recent hand-overs (token -> grant time).

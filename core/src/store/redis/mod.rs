@@ -15,6 +15,7 @@ mod client;
 mod cluster;
 pub mod dsn;
 mod eviction;
+mod inspect;
 mod keys;
 pub mod native;
 mod pending;
@@ -29,6 +30,7 @@ mod wording;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::key::display_resource;
 use crate::store::{
     expired_on_refresh, expired_on_save, Capabilities, DeferringStore, ExpiringStore, Extender,
     FencingStore, Mode, PendingRelease, Store,
@@ -81,16 +83,22 @@ impl<T: Transport> RedisStore<T> {
     /// The lock `key` stands for in a script call, once its resource name is one this store can
     /// lock.
     fn holder<'k>(&self, key: &'k Key) -> Result<Holder<'k>> {
-        if keys::reserved(key.resource()) {
-            return Err(reserved_resource(key));
-        }
-        if self.transport.cluster() && !keys::co_slotted(key.resource()) {
-            return Err(not_co_slotted(key));
-        }
+        self.check_lockable(key.resource())?;
         Ok(Holder {
             resource: key.resource(),
             token: key.token()?.as_str(),
         })
+    }
+
+    /// Refuses a resource whose name this store cannot lock.
+    fn check_lockable(&self, resource: &[u8]) -> Result<()> {
+        if keys::reserved(resource) {
+            return Err(reserved_resource(resource));
+        }
+        if self.transport.cluster() && !keys::co_slotted(resource) {
+            return Err(not_co_slotted(resource));
+        }
+        Ok(())
     }
 
     /// Runs the call `make` builds for `key`'s lock; a failure becomes the engine's error about
@@ -125,6 +133,18 @@ impl<T: Transport> RedisStore<T> {
             self.name
         );
         Error::storage(message, e)
+    }
+
+    /// A transport failure of an operator's call about `resource` (no key of its own).
+    fn resource_error(&self, resource: &[u8], e: RunError) -> Error {
+        Error::storage(
+            format!(
+                "The \"{}\" lock could not be read or written in {}: {e}",
+                display_resource(resource),
+                self.name
+            ),
+            e,
+        )
     }
 
     fn storage_error(&self, key: &Key, e: RunError) -> Error {
@@ -174,24 +194,24 @@ impl<T: Transport> RedisStore<T> {
 }
 
 /// A resource whose name would be taken for one of Deadbolt's own keys.
-fn reserved_resource(key: &Key) -> Error {
+fn reserved_resource(resource: &[u8]) -> Error {
     Error::invalid_argument(format!(
         "The resource name \"{}\" contains \"{}\", which Deadbolt reserves for the Redis keys it \
          keeps beside each lock; choose a name without it.",
-        key.display_resource(),
+        display_resource(resource),
         keys::MARK
     ))
 }
 
 /// A resource whose companion keys cannot share its hash slot, on a Redis Cluster: every script
 /// names them, so each would fail with CROSSSLOT.
-fn not_co_slotted(key: &Key) -> Error {
+fn not_co_slotted(resource: &[u8]) -> Error {
     Error::invalid_argument(format!(
         "The resource name \"{}\" cannot be locked on a Redis Cluster: Deadbolt keeps its own keys \
          beside each lock in the resource's hash slot, which a name with a brace but no hash tag \
          (or an empty name) cannot share; use a name without braces, or one with a hash tag such \
          as \"{{orders}}:42\".",
-        key.display_resource()
+        display_resource(resource)
     ))
 }
 
@@ -208,7 +228,10 @@ impl<T: Transport> Store for RedisStore<T> {
         if key.is_expired() {
             return Err(expired_on_save(self, key));
         }
-        let reply = self.run(key, |holder| ScriptCall::take(mode, holder, ttl, None))?;
+        let record = key.holder_record();
+        let reply = self.run(key, |holder| {
+            ScriptCall::take(mode, holder, ttl, &record, None)
+        })?;
         if Self::refusal(reply).is_some() {
             return Err(Error::conflict(key.display_resource(), &self.name));
         }
@@ -248,6 +271,7 @@ impl<T: Transport> Store for RedisStore<T> {
             expiring: Some(self),
             fencing: Some(self),
             deferring: self.transport.defers_release().then_some(self),
+            inspecting: Some(self),
         }
     }
 }

@@ -73,12 +73,12 @@ impl UnreadReplies {
     ///
     /// # Errors
     /// The script's error, or the read's when the connection broke (then as in [`Self::read_all`]).
-    pub fn run_behind(
+    pub fn run_behind<R: redis::FromRedisValue>(
         &mut self,
         connection: &mut redis::Connection,
         call: &ScriptCall,
         describe: Describe<'_>,
-    ) -> redis::RedisResult<i64> {
+    ) -> redis::RedisResult<R> {
         let invocation = invocation(call);
         if self.is_empty() {
             return invocation.invoke(connection);

@@ -128,6 +128,10 @@ pub fn lua_constants() -> String {
     lua.push_str(&format!("local GRANT_SEPARATOR = \"{GRANT_SEPARATOR}\"\n"));
     lua.push_str(&format!("local NOT_A_LOCK = \"{NOT_A_LOCK}\"\n"));
     lua.push_str(&format!(
+        "local DIGEST_HEX = {}\n",
+        crate::holder::DIGEST_HEX
+    ));
+    lua.push_str(&format!(
         "local TAKEN = {TAKEN}\nlocal HANDED_OVER = {HANDED_OVER}\n"
     ));
     let waiting = String::from_utf8_lossy(WAITING);

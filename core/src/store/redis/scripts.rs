@@ -27,19 +27,30 @@ pub struct Layout {
 /// for a caller that waits when refused, how long (ms) it then waits on its grant list in the
 /// same round trip (the script ends that wait with a signal of its own when there is nothing to
 /// wait for), and "1" once the wait is older than the protocol's `TAKE_BACK_AFTER`. A caller that
-/// does not wait names neither GRANT nor the last three (nil in Lua).
+/// does not wait names neither GRANT nor the last three (nil in Lua). HOLDERS keeps each holder's
+/// RECORD (`holder::record`: pid, host, label), which a waiter leaves in WAITERS meanwhile.
 pub const TAKE: Layout = Layout {
-    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
-    args: &["token", "TTL_MS", "WAIT", "PAUSE_MS", "OVERDUE"],
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "HOLDERS", "GRANT"],
+    args: &["token", "TTL_MS", "RECORD", "WAIT", "PAUSE_MS", "OVERDUE"],
 };
-/// PUT_OFF: extend my lock to now + TTL_MS.
+/// PUT_OFF: extend my lock (and the holders' records) to now + TTL_MS.
 pub const EXTEND: Layout = Layout {
-    keys: &["key"],
+    keys: &["key", "HOLDERS"],
     args: &["token", "TTL_MS"],
 };
 /// DELETE: release, and hand the lock over to the longest waiter.
 pub const RELEASE: Layout = Layout {
-    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS"],
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "HOLDERS"],
+    args: &["token"],
+};
+/// INSPECT: the holders and the waiters, for an operator.
+pub const READ_STATE: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HOLDERS"],
+    args: &[],
+};
+/// FORCE: an operator's release, whoever holds the lock (`token` is empty: nobody's own).
+pub const FORCE_RELEASE: Layout = Layout {
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "HOLDERS"],
     args: &["token"],
 };
 /// EXISTS: do I hold a live lock?
@@ -59,7 +70,7 @@ pub const ACCEPT: Layout = Layout {
 };
 /// LEAVE: a waiter gives up (and releases a lock handed over to it meanwhile).
 pub const GIVE_UP: Layout = Layout {
-    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "GRANT"],
+    keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "HOLDERS", "GRANT"],
     args: &["token"],
 };
 
@@ -197,6 +208,16 @@ pub static CLAIM: LazyLock<LockScript> =
 pub static LEAVE: LazyLock<LockScript> =
     LazyLock::new(|| LockScript::releasing(&GIVE_UP, None, include_str!("scripts/leave.lua")));
 
+/// The holders and waiters as one JSON text, [`READ_STATE`] (`inspect.lua` says its shape).
+pub static INSPECT: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(&READ_STATE, include_str!("scripts/inspect.lua")));
+
+/// An operator's release whoever holds the lock, then the hand-over to the longest waiter,
+/// [`FORCE_RELEASE`]. Returns how many holders it had.
+pub static FORCE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::releasing(&FORCE_RELEASE, None, include_str!("scripts/force.lua"))
+});
+
 /// `local NAME = KEYS[i]` and `local NAME = ARGV[i]` for each name of `layout`.
 fn names(layout: &Layout) -> String {
     let mut lua = String::new();
@@ -212,7 +233,7 @@ fn names(layout: &Layout) -> String {
 /// Makes every script and its digest now (`crate::threads`).
 pub(crate) fn set_up() {
     for script in [
-        &SAVE, &SAVE_READ, &PUT_OFF, &DELETE, &EXISTS, &FENCE, &CLAIM, &LEAVE,
+        &SAVE, &SAVE_READ, &PUT_OFF, &DELETE, &EXISTS, &FENCE, &CLAIM, &LEAVE, &INSPECT, &FORCE,
     ] {
         LazyLock::force(script);
     }
@@ -227,8 +248,8 @@ mod tests {
         assert!(FENCE.code().contains("local COUNTER = KEYS[2]\n"));
         assert!(!FENCE.code().contains("QUEUE"));
         assert!(CLAIM.code().contains("local HANDOVERS = KEYS[2]\n"));
-        assert!(SAVE.code().contains("local GRANT = KEYS[5]\n"));
-        assert!(SAVE.code().contains("local OVERDUE = ARGV[5]\n"));
+        assert!(SAVE.code().contains("local GRANT = KEYS[6]\n"));
+        assert!(SAVE.code().contains("local OVERDUE = ARGV[6]\n"));
         assert!(PUT_OFF.code().contains("local TTL_MS = ARGV[2]\n"));
         assert!(!EXISTS.code().contains("TTL_MS"));
     }

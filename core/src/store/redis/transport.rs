@@ -103,6 +103,12 @@ pub trait Transport {
     /// [`RunError`] when the script could not run or the server answered with an error.
     fn run(&self, call: &ScriptCall, deadline: Option<Instant>) -> Result<i64, RunError>;
 
+    /// Runs a script that answers with text (an operator's `inspect`); returns its bytes.
+    ///
+    /// # Errors
+    /// [`RunError`] when the script could not run or the server answered with an error.
+    fn fetch(&self, call: &ScriptCall, deadline: Option<Instant>) -> Result<Vec<u8>, RunError>;
+
     /// Waits up to `timeout` for a signal on the list `list` (BLPOP).
     ///
     /// # Errors

@@ -45,15 +45,18 @@ impl Failure {
 struct Waiter {
     resource: Vec<u8>,
     token: String,
+    /// What its lock leaves in the store for an operator (`holder::record`).
+    record: String,
     grant: Vec<u8>,
     since: Instant,
 }
 
 impl Waiter {
-    fn new(holder: Holder<'_>) -> Self {
+    fn new(holder: Holder<'_>, record: String) -> Self {
         Waiter {
             resource: holder.resource.to_vec(),
             token: holder.token.to_owned(),
+            record,
             grant: grant_list(holder),
             since: Instant::now(),
         }
@@ -100,7 +103,13 @@ impl<T: Transport> RedisStore<T> {
         let asked = Instant::now();
         Self::prepare(key, ttl);
         let waiter = &waiting.waiter;
-        let call = ScriptCall::take(mode, waiter.holder(), ttl, Some(waiter.turn(Some(pause))));
+        let call = ScriptCall::take(
+            mode,
+            waiter.holder(),
+            ttl,
+            &waiter.record,
+            Some(waiter.turn(Some(pause))),
+        );
         let (reply, signal) =
             self.transport
                 .run_then_wait(&call, &waiter.grant, pause, waiting.deadline)?;
@@ -160,7 +169,13 @@ impl<T: Transport> RedisStore<T> {
         let grace = Some(Instant::now() + LAST_ATTEMPT_GRACE);
         Self::prepare(key, ttl);
         let waiter = &waiting.waiter;
-        let call = ScriptCall::take(mode, waiter.holder(), ttl, Some(waiter.turn(None)));
+        let call = ScriptCall::take(
+            mode,
+            waiter.holder(),
+            ttl,
+            &waiter.record,
+            Some(waiter.turn(None)),
+        );
         match self.transport.run(&call, grace).map_err(Failure::from) {
             Ok(reply) if Self::refusal(reply).is_none() => {
                 self.check_not_expired(key)?;
@@ -210,7 +225,7 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
     ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
         let mut waiting = Waiting {
-            waiter: Waiter::new(self.holder(key)?),
+            waiter: Waiter::new(self.holder(key)?, key.holder_record()),
             deadline,
             hint: None,
             answered: false,

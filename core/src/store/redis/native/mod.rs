@@ -268,6 +268,16 @@ impl Transport for NativeTransport {
         Ok(reply)
     }
 
+    fn fetch(&self, call: &ScriptCall, deadline: Option<Instant>) -> Result<Vec<u8>, RunError> {
+        let link = self.link(deadline);
+        let describe = |e: &redis::RedisError| link.error(e).to_string();
+        self.with_connection(&link, call.route(), link.read_timeout, &mut |session| {
+            session
+                .unread
+                .run_behind(session.connection, call, &describe)
+        })
+    }
+
     fn wait_signal(
         &self,
         list: &[u8],

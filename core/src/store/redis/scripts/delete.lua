@@ -2,7 +2,10 @@
 -- readers to set the key's expiry, as symfony/lock does; then the lock goes to the longest
 -- waiter, if anyone waits (handover.lua).
 if removed == 1 then
+    redis.call("HDEL", HOLDERS, token)
     expire_at_max()
+else
+    redis.call("DEL", HOLDERS)
 end
 if not alone then
     hand_over()

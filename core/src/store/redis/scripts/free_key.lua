@@ -3,15 +3,20 @@
 -- about a fifth of an acquire's server time (bench/README.md), so this path needs only the
 -- header. EXCLUSIVE comes from the script that starts with this (save.lua or save_read.lua).
 -- Anything else goes on to the helpers; `first_look` (the key's type) saves them a second TYPE.
+-- The holder's record (HOLDERS: token -> "acquired-ms TAB pid TAB host TAB label") lives exactly as
+-- long as the lock key.
 local first_look = redis.call("TYPE", key).ok
 if first_look == "none" and WAIT ~= WAITING then
     local clock = redis.call("TIME")
-    local expiry = clock[1] * 1000 + math.floor(clock[2] / 1000) + tonumber(TTL_MS)
+    local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
+    local expiry = now + tonumber(TTL_MS)
     if EXCLUSIVE then
         redis.call("ZADD", key, expiry, token, expiry, "__write__")
     else
         redis.call("ZADD", key, expiry, token)
     end
     redis.call("PEXPIREAT", key, expiry)
+    redis.call("HSET", HOLDERS, token, now .. "\t" .. RECORD)
+    redis.call("PEXPIREAT", HOLDERS, expiry)
     return TAKEN
 end

@@ -25,7 +25,7 @@ local function hand_over()
         local alive, mode, ttl = string.match(details or "", "^(%d+) ([xs]) (%d+)$")
         if not alive or tonumber(alive) < now then
             redis.call("ZREM", QUEUE, waiter)
-            redis.call("HDEL", WAITERS, waiter)
+            redis.call("HDEL", WAITERS, waiter, "@" .. waiter)
         elseif mode == "s" or not until_max then
             local expiry = now + tonumber(ttl)
             if mode == "x" then
@@ -34,8 +34,9 @@ local function hand_over()
                 redis.call("ZADD", key, expiry, waiter)
             end
             until_max = math.max(until_max or 0, expiry)
+            record_holder(waiter, now, redis.call("HGET", WAITERS, "@" .. waiter))
             redis.call("ZREM", QUEUE, waiter)
-            redis.call("HDEL", WAITERS, waiter)
+            redis.call("HDEL", WAITERS, waiter, "@" .. waiter)
             redis.call("HSET", HANDOVERS, waiter, now)
             redis.call("PEXPIRE", HANDOVERS, ALIVE_MS)
             local list = grant_list(waiter)
@@ -48,5 +49,6 @@ local function hand_over()
     end
     if until_max then
         redis.call("PEXPIREAT", key, until_max)
+        redis.call("PEXPIREAT", HOLDERS, until_max)
     end
 end

@@ -2,11 +2,12 @@
 -- meantime (its grant list still holds the unread signal), it was not taken: it is released and
 -- goes to the next waiter.
 redis.call("ZREM", QUEUE, token)
-redis.call("HDEL", WAITERS, token)
+redis.call("HDEL", WAITERS, token, "@" .. token)
 redis.call("HDEL", HANDOVERS, token)
 local signal = redis.call("LPOP", GRANT)
 redis.call("DEL", GRANT)
 if signal == SIGNAL_GRANTED and redis.call("ZREM", key, token, "__write__") > 0 then
+    redis.call("HDEL", HOLDERS, token)
     if redis.call("EXISTS", key) == 1 then
         expire_at_max()
     end

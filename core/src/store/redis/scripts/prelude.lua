@@ -22,10 +22,29 @@ local function refuse(kind)
     return redis.error_reply(NOT_A_LOCK .. " the key holds a " .. kind .. ", not a lock")
 end
 
--- The key lives as long as its longest-lived member.
+-- The key lives as long as its longest-lived member, and so do the holders' records (HOLDERS,
+-- named by every script that calls this); with the key gone they go too.
 local function expire_at_max()
     local top = redis.call("ZREVRANGE", key, 0, 0, "WITHSCORES")[2]
     if top then
         redis.call("PEXPIREAT", key, top)
+        redis.call("PEXPIREAT", HOLDERS, top)
+    else
+        redis.call("DEL", HOLDERS)
+    end
+end
+
+-- The record of `holder`, who took the lock at `now`: what it told of itself (RECORD, or what it
+-- left in WAITERS while it waited), behind the time.
+local function record_holder(holder, now, record)
+    redis.call("HSET", HOLDERS, holder, now .. "\t" .. (record or ""))
+end
+
+-- Records of holders no longer in the lock (expired, taken back) go; run when members were dropped.
+local function prune_records()
+    for _, holder in ipairs(redis.call("HKEYS", HOLDERS)) do
+        if not redis.call("ZSCORE", key, holder) then
+            redis.call("HDEL", HOLDERS, holder)
+        end
     end
 end

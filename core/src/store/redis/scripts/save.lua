@@ -6,11 +6,15 @@ if kind ~= "none" and kind ~= "zset" then
     return refuse(kind)
 end
 if kind == "none" then
+    record_holder(token, now, RECORD)
+    redis.call("PEXPIREAT", HOLDERS, expiry)
     redis.call("ZADD", key, expiry, token, expiry, "__write__")
     redis.call("PEXPIREAT", key, expiry)
     return taken()
 end
-redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+if redis.call("ZREMRANGEBYSCORE", key, "-inf", now) > 0 then
+    prune_records()
+end
 if redis.call("ZSCORE", key, token) then
     if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCARD", key) > 1 then
         return held("x", now)
@@ -19,5 +23,6 @@ elseif redis.call("ZCARD", key) > 0 then
     return held("x", now)
 end
 redis.call("ZADD", key, expiry, token, expiry, "__write__")
+record_holder(token, now, RECORD)
 expire_at_max()
 return taken()

@@ -16,7 +16,9 @@ local function held(mode, now)
     end
     if waiting then
         redis.call("ZADD", QUEUE, "NX", now, token)
-        redis.call("HSET", WAITERS, token, (now + ALIVE_MS) .. " " .. mode .. " " .. TTL_MS)
+        -- Its record waits beside its details (under "@" .. token), for a hand-over to move.
+        redis.call("HSET", WAITERS, token, (now + ALIVE_MS) .. " " .. mode .. " " .. TTL_MS,
+            "@" .. token, RECORD)
         redis.call("PEXPIRE", QUEUE, ALIVE_MS)
         redis.call("PEXPIRE", WAITERS, ALIVE_MS)
         -- Records of hand-overs live while someone waits: an unread one is taken back by a waiter.
@@ -42,6 +44,7 @@ local function take_back_unread(now)
             local list = grant_list(waiter)
             if redis.call("LLEN", list) > 0 and redis.call("ZSCORE", key, waiter) then
                 redis.call("ZREM", key, waiter, "__write__")
+                redis.call("HDEL", HOLDERS, waiter)
                 taken_back = true
             end
             redis.call("DEL", list)
@@ -73,7 +76,7 @@ local function taken()
     local reply = TAKEN
     if waiting then
         redis.call("ZREM", QUEUE, token)
-        redis.call("HDEL", WAITERS, token)
+        redis.call("HDEL", WAITERS, token, "@" .. token)
         if redis.call("HDEL", HANDOVERS, token) == 1 then
             reply = HANDED_OVER
         end
