@@ -68,6 +68,19 @@ fn this_process() -> &'static Process {
     })
 }
 
+/// The label a process's environment gives (`/proc/PID/environ`: NUL-separated `NAME=value`).
+pub(crate) fn label_from_environ(environ: &[u8]) -> Option<String> {
+    let value_of = |name: &str| {
+        environ.split(|b| *b == 0).find_map(|entry| {
+            let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+            checked_label(&String::from_utf8_lossy(value))
+                .ok()
+                .flatten()
+        })
+    };
+    LABEL_VARIABLES.iter().find_map(|name| value_of(name))
+}
+
 /// The node name, without characters a record cannot hold.
 fn host_name() -> String {
     let uname = rustix::system::uname();
@@ -197,6 +210,17 @@ mod tests {
         for text in ["", "x\th\tl", "12", "12\t\tl"] {
             assert_eq!(Origin::parse(text), Origin::default(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn an_environment_gives_our_label_first_then_systemds() {
+        let both = b"PATH=/bin\0INVOCATION_ID=abc\0DEADBOLT_LABEL=job 9\0";
+        assert_eq!(label_from_environ(both).as_deref(), Some("job 9"));
+        assert_eq!(
+            label_from_environ(b"INVOCATION_ID=abc\0").as_deref(),
+            Some("abc")
+        );
+        assert_eq!(label_from_environ(b"XDEADBOLT_LABEL=no\0"), None);
     }
 
     #[test]

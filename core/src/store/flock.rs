@@ -20,11 +20,16 @@ use std::time::{Duration, Instant};
 
 use fs4::{FileExt, TryLockError};
 
+use crate::holder::LockState;
+use crate::key::display_resource;
 use crate::process::{epoch, Epoch};
 use crate::store::flock_fence::bump_counter;
 use crate::store::flock_files::{self, FileId, LockFile};
+use crate::store::flock_holders;
 use crate::store::flock_path::push_lock_file_name;
-use crate::store::{poll, BlockingStore, Capabilities, FencingStore, Mode, Store, WaitReport};
+use crate::store::{
+    poll, BlockingStore, Capabilities, FencingStore, InspectingStore, Mode, Store, WaitReport,
+};
 use crate::{Error, Key, Result, Ttl};
 
 /// Mode of a lock file: any user who can reach the directory may lock it (symfony/lock does the same).
@@ -114,8 +119,13 @@ impl FlockStore {
 
     /// Where `key`'s lock file lives.
     pub fn path_for(&self, key: &Key) -> PathBuf {
+        self.path_for_resource(key.resource())
+    }
+
+    /// Where the lock file of `resource` lives.
+    fn path_for_resource(&self, resource: &[u8]) -> PathBuf {
         let mut name = String::with_capacity(72);
-        push_lock_file_name(&mut name, key.resource());
+        push_lock_file_name(&mut name, resource);
         let mut path = OsString::with_capacity(self.dir_prefix.len() + name.len());
         path.push(&self.dir_prefix);
         path.push(name);
@@ -426,6 +436,7 @@ impl Store for FlockStore {
         Capabilities {
             blocking: Some(self),
             fencing: Some(self),
+            inspecting: Some(self),
             ..Capabilities::default()
         }
     }
@@ -453,5 +464,47 @@ impl BlockingStore for FlockStore {
 impl FencingStore for FlockStore {
     fn draw_fencing_token(&self, key: &mut Key) -> Result<Option<u64>> {
         self.draw_fence(key)
+    }
+}
+
+/// The kernel's view of a lock file (`flock_holders`). A forced release removes the file: its
+/// holders keep a lock on a file that is no longer at the path, which Deadbolt holders notice at
+/// their next call (the lock is lost, as on a file a temp cleaner removed); the next taker makes a
+/// new file, whose fencing counter starts at the clock, above every token drawn before. A
+/// symfony/lock holder is not told: it keeps working under a lock that excludes nobody.
+impl InspectingStore for FlockStore {
+    fn inspect(&self, resource: &[u8]) -> Result<LockState> {
+        let path = self.path_for_resource(resource);
+        let read = || match FileId::at(&path)? {
+            Some(id) => flock_holders::state_of(&id.proc_locks_name()),
+            None => Ok(LockState::default()),
+        };
+        read().map_err(|e| self.resource_error("inspect", resource, e))
+    }
+
+    /// The file goes whether or not the kernel listed a holder a moment before (one may have
+    /// come since): removing a lock file nobody holds costs only its next taker a new file.
+    fn force_release(&self, resource: &[u8]) -> Result<usize> {
+        let holders = self.inspect(resource)?.holders.len();
+        match fs::remove_file(self.path_for_resource(resource)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(self.resource_error("remove", resource, e)),
+        }
+        crate::metrics::count(crate::metrics::Counter::ForceReleased, 1);
+        Ok(holders)
+    }
+}
+
+impl FlockStore {
+    fn resource_error(&self, action: &str, resource: &[u8], e: io::Error) -> Error {
+        Error::storage(
+            format!(
+                "Cannot {action} the lock file of the \"{}\" lock in {}: {e}.",
+                display_resource(resource),
+                self.name
+            ),
+            e,
+        )
     }
 }

@@ -71,6 +71,12 @@ impl FileId {
             Err(e) => Err(e.into()),
         }
     }
+
+    /// How `/proc/locks` names this file: `MAJOR:MINOR:INODE`, the device numbers in hex.
+    pub fn proc_locks_name(&self) -> String {
+        let (major, minor) = (rustix::fs::major(self.dev), rustix::fs::minor(self.dev));
+        format!("{major:02x}:{minor:02x}:{}", self.ino)
+    }
 }
 
 /// An open lock file, the file it was opened on, its path, and the name it is kept under here

@@ -6,6 +6,7 @@ pub mod combined;
 pub mod flock;
 mod flock_fence;
 mod flock_files;
+mod flock_holders;
 pub mod flock_path;
 pub mod memory;
 pub mod redis;
