@@ -24,7 +24,7 @@ use Deadbolt\Tests\Support\PhpProcess;
  * Judged by what an application sees: composer's exit status, vendor/'s contents, the versions Composer recorded,
  * and a php process that loads vendor/autoload.php and takes a lock through the bridge's classes from vendor/.
  * examples/phpstan.neon is checked for pointing at the installed stubs; PHPStan itself is not packaged by Debian
- * 12 (docs/PHP-PACKAGES.md), so it is not run here.
+ * 12 or 13 (docs/PHP-PACKAGES.md), so it is not run here.
  */
 final class ComposerInstallTest extends DeadboltTestCase
 {
