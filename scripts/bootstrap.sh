@@ -12,6 +12,8 @@ packages=(
   php-symfony-lock           # the peer for interop tests and the benchmark anchor
   php-symfony-framework-bundle composer  # framework.lock wired to Deadbolt in a booted kernel (tests/Interop); the
                              # kernel's container (6.4) asks Composer 2's InstalledVersions, as in any application
+  php-zip                    # Composer reads an artifact repository's zips with it (tests/Packaging, make dist's
+                             # PHP package zips: scripts/php-packages.sh)
   redis-server redis-tools   # the Redis that `make test` starts on private ports
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
   openssl                    # the TLS tests make their CA with it (TLS itself is rustls, in the build)

@@ -7,8 +7,9 @@
 #                    suite's build)                                                        -zts .tgz
 #   arm64   PHP 8.2, 8.4, 8.5  cross-built (scripts/build-arm64.sh), packaged in the cross root
 #                    .tgz each, .deb for 8.2 (Debian 12) and 8.4 (Debian 13); the other -zts tarballs are make zts-extra's
-# then SHA256SUMS over every package. A build that already exists is reused (cargo finds it fresh), so after
-# make test-debian13 / make test-platforms nothing is compiled twice.
+# and the two Composer packages (the Symfony bridge, the stubs) as zips for an artifact repository
+# (scripts/php-packages.sh, docs/PHP-PACKAGES.md), then SHA256SUMS over every package. A build that already exists
+# is reused (cargo finds it fresh), so after make test-debian13 / make test-platforms nothing is compiled twice.
 # DEADBOLT_DIST_HOST_ONLY=1: the host's packages only (no Debian root is made).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ out=$PWD/target/dist
 rm -rf "$out"; mkdir -p "$out"
 host=$(. /etc/os-release; echo "$VERSION_CODENAME")
 bash scripts/package.sh target/release/libdeadbolt.so "$out"
+bash scripts/php-packages.sh "$out" >/dev/null
 if [ "${DEADBOLT_DIST_HOST_ONLY:-0}" != 1 ]; then
   if [ "$host" != trixie ]; then
     bash scripts/debian-root.sh ensure debian13 trixie make ca-certificates
@@ -42,6 +44,6 @@ if [ "${DEADBOLT_DIST_HOST_ONLY:-0}" != 1 ]; then
     DEADBOLT_PACKAGE_KINDS=tgz bash scripts/package.sh target/arm64/php8.5/libdeadbolt.so "$2" target/arm64/php8.5/facts
   ' bash "$PWD" "$out"
 fi
-(cd "$out" && sha256sum -- *.tgz *.deb > SHA256SUMS)
+(cd "$out" && sha256sum -- *.tgz *.deb *.zip > SHA256SUMS)
 echo "dist: $out"
 ls -l "$out"
