@@ -178,6 +178,78 @@ final class LentClientAcrossForkTest extends DeadboltTestCase
         $lock->release();
     }
 
+    /**
+     * When the child has connections of its own to the server beside inherited ones, Deadbolt cannot tell which one a
+     * client uses: nothing is refused, but a reply out of step names a connection shared since fork() as the likely
+     * cause. A server that answers +OK to everything gives such a reply, every time. A process that was not forked
+     * gets the same error without the hint.
+     */
+    public function testAReplyOutOfStepOnAClientThatMayBeSharedNamesTheLikelyCause(): void
+    {
+        $server = $this->spawn(<<<'PHP'
+            $server = stream_socket_server('tcp://127.0.0.1:0');
+            $name = (string) stream_socket_get_name($server, false);
+            echo substr($name, strrpos($name, ':') + 1), "\n";
+            $clients = [];
+            while (true) {
+                $read = [$server, ...$clients];
+                $write = $except = null;
+                if (stream_select($read, $write, $except, 60) < 1) {
+                    exit(0);
+                }
+                foreach ($read as $socket) {
+                    if ($socket === $server) {
+                        $clients[] = stream_socket_accept($server);
+                        continue;
+                    }
+                    $data = fread($socket, 65536);
+                    if ('' === $data || false === $data) {
+                        fclose($socket);
+                        $clients = array_values(array_filter($clients, static fn ($c) => $c !== $socket));
+                        continue;
+                    }
+                    fwrite($socket, "+OK\r\n");
+                }
+            }
+            PHP);
+        $port = (int) $server->readLine();
+        $inherited = new \Redis();
+        $this->assertTrue($inherited->connect('127.0.0.1', $port, 5.0));
+        $parentPid = posix_getpid();
+
+        $child = $this->fork(function (Channel $parent) use ($inherited, $port): void {
+            $own = new \Redis();
+            $this->assertTrue($own->connect('127.0.0.1', $port, 5.0));
+            $parent->send(self::failureOf($inherited));
+            $parent->send(self::failureOf($own));
+        });
+        $throughInherited = $child->receive();
+        $throughOwn = $child->receive();
+        $child->wait();
+
+        foreach ([$throughInherited, $throughOwn] as $message) {
+            $this->assertStringContainsString('the lock script answered with', $message);
+            $this->assertStringContainsString('(Likely cause: this process shares connections to that server with process '.$parentPid, $message);
+            $this->assertStringContainsString('before fork()', $message);
+            $this->assertStringContainsString('onWorkerStart', $message);
+            $this->assertStringContainsString('DSN', $message);
+        }
+        $inParent = self::failureOf($inherited);
+        $this->assertStringContainsString('the lock script answered with', $inParent);
+        $this->assertStringNotContainsString('fork()', $inParent);
+    }
+
+    /** The store's error of an acquire through $client. */
+    private static function failureOf(\Redis $client): string
+    {
+        try {
+            (new LockFactory(new RedisStore($client)))->createLock(uniqid(__METHOD__, true), 30.0, false)->acquire(false);
+        } catch (LockAcquiringException $e) {
+            return (string) $e->getPrevious()?->getMessage();
+        }
+        self::fail('acquire() on a server that answers +OK must fail');
+    }
+
     private function assertLocks(\Redis|\Predis\Client $client): void
     {
         $resource = uniqid(__METHOD__, true);
