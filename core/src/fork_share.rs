@@ -20,7 +20,8 @@
 //! own). In a forked one, the sockets it shares with its parent are listed once (a socket opened
 //! later is never the parent's, and a shared one can only go), and when none is a connection (a
 //! php-fpm worker shares only its master's listening socket) that answers every later call; else
-//! each call through a client whose server one of them reaches lists the sockets again.
+//! each call through a client whose server one of them reaches lists the sockets again (one found
+//! closed since, here or in the parent, is left out from then on).
 //! Limits: only the parent is asked (a connection the parent closed but a sibling worker still holds
 //! counts as the process's own); a client whose verdict was [`Sharing::Maybe`] is not asked again
 //! in that process.
@@ -106,7 +107,7 @@ pub fn sharing(client: u64, peer: impl FnOnce() -> Option<Peer>) -> Sharing {
     let Some(connections) = &inherited.connections else {
         return Sharing::Unknown { parent };
     };
-    if connections.is_empty() {
+    if connections.lock().is_empty() {
         return Sharing::Alone;
     }
     if inherited.maybe.lock().contains(&client) {
@@ -115,10 +116,10 @@ pub fn sharing(client: u64, peer: impl FnOnce() -> Option<Peer>) -> Sharing {
     let Some(peer) = peer() else {
         return Sharing::Alone;
     };
-    if !connections.iter().any(|c| c.reaches(peer)) {
+    if !connections.lock().iter().any(|c| c.reaches(peer)) {
         return Sharing::Alone;
     }
-    let verdict = now(parent, peer);
+    let verdict = now(parent, peer, connections);
     if matches!(verdict, Sharing::Maybe { .. }) {
         inherited.maybe.lock().insert(client);
     }
@@ -128,8 +129,9 @@ pub fn sharing(client: u64, peer: impl FnOnce() -> Option<Peer>) -> Sharing {
 /// The connections of this process shared with its parent when first asked in this process.
 struct Inherited {
     parent: u32,
-    /// `None`: `/proc` could not tell.
-    connections: Option<Vec<Connection>>,
+    /// `None`: `/proc` could not tell. Those found gone since (closed here or in the parent) are
+    /// left out: a connection stops being shared, never starts.
+    connections: Option<Mutex<Vec<Connection>>>,
     /// The clients found [`Sharing::Maybe`].
     maybe: Mutex<HashSet<u64>>,
 }
@@ -148,6 +150,7 @@ impl Inherited {
             }
             Some(connections(&shared))
         });
+        let connections = connections.map(Mutex::new);
         Inherited {
             parent,
             connections,
@@ -156,8 +159,9 @@ impl Inherited {
     }
 }
 
-/// The verdict from `/proc` as it is now, for a process with connections to `peer` inherited.
-fn now(parent: u32, peer: Peer) -> Sharing {
+/// The verdict from `/proc` as it is now, for a process with connections to `peer` inherited;
+/// those of `inherited` no longer shared are left out of it.
+fn now(parent: u32, peer: Peer, inherited: &Mutex<Vec<Connection>>) -> Sharing {
     let listed = socket_inodes(Path::new("/proc/self/fd")).and_then(|mine| {
         let theirs = socket_inodes(&Path::new("/proc").join(parent.to_string()).join("fd"))?;
         Some((mine, theirs))
@@ -165,6 +169,9 @@ fn now(parent: u32, peer: Peer) -> Sharing {
     let Some((mine, theirs)) = listed else {
         return Sharing::Unknown { parent };
     };
+    inherited
+        .lock()
+        .retain(|c| mine.contains(&c.inode) && theirs.contains(&c.inode));
     let to_peer: Vec<Connection> = connections(&mine)
         .into_iter()
         .filter(|c| c.reaches(peer))
@@ -243,9 +250,11 @@ fn connections(inodes: &HashSet<u64>) -> Vec<Connection> {
     found
 }
 
-/// `/proc/net/tcp` or `tcp6`: the established connections (state `01`), with their ports.
+/// `/proc/net/tcp` or `tcp6`: every socket but the listening ones (state `0A`), with its ports. Not
+/// only the established ones: a client's connection the server closed (`CLOSE_WAIT`) is still the
+/// client's, and leaving it out could make the inherited ones look like all there is.
 fn tcp_connections(table: &str) -> impl Iterator<Item = Connection> + '_ {
-    const ESTABLISHED: &str = "01";
+    const LISTEN: &str = "0A";
     table.lines().skip(1).filter_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let (local, remote, state, inode) = (
@@ -254,7 +263,7 @@ fn tcp_connections(table: &str) -> impl Iterator<Item = Connection> + '_ {
             fields.get(3)?,
             fields.get(9)?,
         );
-        if *state != ESTABLISHED {
+        if *state == LISTEN {
             return None;
         }
         Some(Connection {
@@ -272,14 +281,15 @@ fn hex_port(address: &str) -> Option<u16> {
     u16::from_str_radix(address.rsplit_once(':')?.1, 16).ok()
 }
 
-/// `/proc/net/unix`: the connected stream sockets (type `0001`, state `03`).
+/// `/proc/net/unix`: the stream sockets (type `0001`) but the listening ones (flag `__SO_ACCEPTCON`),
+/// whatever their state, as for TCP.
 fn unix_connections(table: &str) -> impl Iterator<Item = Connection> + '_ {
     const STREAM: &str = "0001";
-    const CONNECTED: &str = "03";
+    const LISTENING: u32 = 0x0001_0000;
     table.lines().skip(1).filter_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let (kind, state, inode) = (fields.get(4)?, fields.get(5)?, fields.get(6)?);
-        if *kind != STREAM || *state != CONNECTED {
+        let (flags, kind, inode) = (fields.get(3)?, fields.get(4)?, fields.get(6)?);
+        if *kind != STREAM || u32::from_str_radix(flags, 16).ok()? & LISTENING != 0 {
             return None;
         }
         Some(Connection {
@@ -455,6 +465,69 @@ mod tests {
         );
     }
 
+    /// The child's own connection that the server closed (`CLOSE_WAIT`) is still the child's: beside an
+    /// inherited one, the client may be either, never "shared" for sure.
+    #[test]
+    fn a_connection_of_the_childs_own_the_server_closed_still_counts() {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let inherited = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (_accepted, _) = server.accept().unwrap();
+        let me = std::process::id();
+        assert_eq!(
+            in_child(|| {
+                let own = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let (closed, _) = server.accept().unwrap();
+                drop(closed);
+                // The server's FIN makes the child's end CLOSE_WAIT (08).
+                let local = format!(":{:04X} ", local_port(&own).unwrap_or(0));
+                for _ in 0..1000 {
+                    let table = fs::read_to_string("/proc/self/net/tcp").unwrap_or_default();
+                    if table
+                        .lines()
+                        .any(|l| l.contains(&local) && l.split_whitespace().nth(3) == Some("08"))
+                    {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let verdict = sharing(1, || Some(tcp(port)));
+                drop(own);
+                verdict
+            }),
+            Some(Sharing::Maybe { parent: me })
+        );
+        drop(inherited);
+    }
+
+    /// Once found closed, an inherited connection is left out: the process asks nothing more.
+    #[test]
+    fn an_inherited_connection_found_closed_is_not_asked_about_again() {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let inherited = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let me = std::process::id();
+        assert_eq!(
+            in_child(move || {
+                let before = sharing(1, || Some(tcp(port)));
+                drop(inherited);
+                let own = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let after = sharing(1, || Some(tcp(port)));
+                let asked = std::cell::Cell::new(false);
+                let later = sharing(2, || {
+                    asked.set(true);
+                    Some(tcp(port))
+                });
+                drop(own);
+                match (before, after, later, asked.get()) {
+                    (Sharing::WithParent { .. }, Sharing::Alone, Sharing::Alone, false) => before,
+                    _ => Sharing::Alone,
+                }
+            }),
+            Some(Sharing::WithParent { parent: me })
+        );
+    }
+
     #[test]
     fn a_unix_socket_connection_is_told_too() {
         let dir = tempfile::tempdir().unwrap();
@@ -482,17 +555,27 @@ mod tests {
     fn the_kernels_tables_are_read_as_written() {
         let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
             \x20  0: 0100007F:C350 0100007F:18EB 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 20 4 30 10 -1\n\
-            \x20  1: 00000000:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4343 1 0 100 0 0 10 0\n";
+            \x20  1: 00000000:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4343 1 0 100 0 0 10 0\n\
+            \x20  2: 0100007F:C352 0100007F:18EB 08 00000000:00000000 00:00000000 00000000  1000        0 4444 1 0 20 4 30 10 -1\n";
         assert_eq!(
             tcp_connections(tcp).collect::<Vec<_>>(),
-            vec![Connection {
-                inode: 4242,
-                peer: Peer::Tcp {
-                    remote_port: 6379,
-                    local_port: Some(50000)
+            vec![
+                Connection {
+                    inode: 4242,
+                    peer: Peer::Tcp {
+                        remote_port: 6379,
+                        local_port: Some(50000)
+                    }
+                },
+                Connection {
+                    inode: 4444,
+                    peer: Peer::Tcp {
+                        remote_port: 6379,
+                        local_port: Some(50002)
+                    }
                 }
-            }],
-            "the listening socket is no connection"
+            ],
+            "the listening socket is no connection; one the server closed (CLOSE_WAIT) is"
         );
         let tcp6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
             \x20  0: 00000000000000000000000001000000:C351 00000000000000000000000001000000:18EB 01 00000000:00000000 00:00000000 00000000  1000        0 77 1 0 20 4 30 10 -1\n";
@@ -506,10 +589,11 @@ mod tests {
         let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n\
             0000000000000000: 00000002 00000000 00010000 0001 01 100 /run/redis.sock\n\
             0000000000000000: 00000003 00000000 00000000 0001 03 101\n\
-            0000000000000000: 00000003 00000000 00000000 0002 03 102\n";
+            0000000000000000: 00000003 00000000 00000000 0002 03 102\n\
+            0000000000000000: 00000002 00000000 00000000 0001 04 103\n";
         assert_eq!(
             unix_connections(unix).map(|c| c.inode).collect::<Vec<_>>(),
-            vec![101],
+            vec![101, 103],
             "a listening socket and a datagram socket are no connections"
         );
         assert_eq!(socket_inode("socket:[123]"), Some(123));
