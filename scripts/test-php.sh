@@ -21,7 +21,7 @@ pass() {
   bash scripts/redis-stop.sh "$dir" >/dev/null 2>&1 || true
   port=$(DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli bash scripts/redis-start.sh "$dir")
   echo "== $name: $("$server" --version | cut -d' ' -f1-3) on 127.0.0.1:$port"
-  DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli DEADBOLT_REDIS_PORT=$port \
+  DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli DEADBOLT_REDIS_PORT=$port DEADBOLT_REQUIRE_REDIS=1 \
     bash scripts/phpunit.sh "$so" "$@" || rc=$?
   bash scripts/redis-stop.sh "$dir"
   return $rc

@@ -14,4 +14,4 @@ bash scripts/redis-stop.sh "$dir" >/dev/null 2>&1 || true
 port=$(bash scripts/redis-start.sh "$dir")
 trap 'bash scripts/redis-stop.sh "$dir"' EXIT
 echo "== portable subset: $("$php" -n -r 'echo "PHP ", PHP_VERSION, " ", php_uname("m");'), $(redis-server --version | cut -d' ' -f1-3) on 127.0.0.1:$port"
-DEADBOLT_REDIS_PORT=$port bash scripts/phpunit.sh "$so" --testsuite portable --exclude-group slow
+DEADBOLT_REDIS_PORT=$port DEADBOLT_REQUIRE_REDIS=1 bash scripts/phpunit.sh "$so" --testsuite portable --exclude-group slow

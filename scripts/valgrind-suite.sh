@@ -55,7 +55,7 @@ if [ -z "${DEADBOLT_REDIS_PORT:-}" ]; then
   DEADBOLT_REDIS_PORT=$(bash scripts/redis-start.sh "$REDIS_DIR") || exit 1
   trap 'bash scripts/redis-stop.sh "$REDIS_DIR" >/dev/null 2>&1; rm -rf "$REDIS_DIR"' EXIT
 fi
-export DEADBOLT_REDIS_PORT DEADBOLT_SO=$SO USE_ZEND_ALLOC=0 ZEND_DONT_UNLOAD_MODULES=1
+export DEADBOLT_REDIS_PORT DEADBOLT_REQUIRE_REDIS=1 DEADBOLT_SO=$SO USE_ZEND_ALLOC=0 ZEND_DONT_UNLOAD_MODULES=1
 # The build tree's PHP (scripts/php.sh): no installed deadbolt.so from the ini files, this PHP's PHPUnit config.
 PHP_INI_SCAN_DIR=$(bash scripts/php.sh --prepare); export PHP_INI_SCAN_DIR DEADBOLT_ISOLATED=1
 PHP_BIN=$(bash scripts/php-binary.sh)

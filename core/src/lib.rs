@@ -9,6 +9,8 @@
 //! - `lifetime`: a key's expiry on the monotonic clock.
 //! - `token`: owner tokens, in symfony/lock's format.
 //! - `process`: the fork epoch and `PerProcess`, the one rule for state a `fork()` leaves behind.
+//! - `fork_share`: whether a lent client's connection is still shared with the parent process
+//!   (connected before `fork()`), asked of `/proc`.
 //! - `key`: resource, token, lifetime, and the state stores keep in a key.
 //! - `store`: the `Store` trait, its capability traits, and the flock, in-memory and Redis stores.
 //! - `lock`: the rules for acquire, refresh and release, and the log events they emit.
@@ -20,6 +22,7 @@
 
 mod error;
 mod event;
+mod fork_share;
 mod holder;
 mod interrupt;
 mod key;
@@ -36,6 +39,7 @@ mod ttl;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventSink, Level, Silent};
+pub use fork_share::{sharing as fork_sharing, Peer, Sharing};
 pub use holder::{
     checked_label, digest as token_digest, unix_secs, Holder, LockState, Origin, Waiter,
     MAX_LABEL_BYTES,

@@ -21,6 +21,8 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 static FORK_HOOK: Once = Once::new();
 /// Set when the fork hook could not be installed: then the pid stands in for the epoch.
 static NO_HOOK: AtomicBool = AtomicBool::new(false);
+/// The epoch in which the hook was installed (MINIT: the process that loaded the module).
+static FIRST: AtomicU64 = AtomicU64::new(0);
 
 /// Which process (counting forks) is running: different in a forked child than in its parent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,10 +44,21 @@ fn install_hook() -> Epoch {
         let rc = unsafe { libc::pthread_atfork(None, None, Some(next_epoch_in_child)) };
         if rc != 0 {
             NO_HOOK.store(true, Ordering::Relaxed);
+            FIRST.store(u64::from(std::process::id()), Ordering::Relaxed);
+        } else {
+            FIRST.store(1, Ordering::Relaxed);
         }
         EPOCH.store(1, Ordering::Relaxed);
     });
     epoch()
+}
+
+/// Whether this process was forked since the fork hook was installed (at MINIT, or on the first
+/// call to [`epoch`]): `false` in the process that loaded the module, `true` in every child it
+/// forked (php-fpm's workers too: their master loads the module and then forks them). A PHP object
+/// of a process for which this is `false` was made in that process.
+pub fn forked_since_load() -> bool {
+    epoch() != Epoch(FIRST.load(Ordering::Relaxed))
 }
 
 extern "C" fn next_epoch_in_child() {

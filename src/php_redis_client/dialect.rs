@@ -1,12 +1,12 @@
 //! How each PHP Redis client speaks: the calls that run a script and a blocking pop, what it says
 //! about itself, and what its exceptions mean. One dialect per client class.
 
-use deadbolt_core::{LockScript, RunError, RunErrorKind};
+use deadbolt_core::{LockScript, Peer, RunError, RunErrorKind};
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendHashTable, ZendObject, Zval};
 use ext_php_rs::zend::ClassEntry;
 
-use super::{is_false, message_of, Client};
+use super::{function, is_false, message_of, Client};
 
 /// One client API. The defaults are phpredis' (`\\Redis` and `\\RedisCluster` speak it alike but
 /// for the blocking pop); Predis overrides them.
@@ -34,6 +34,13 @@ pub(super) trait Dialect {
 
     /// `host:port` of the client's connection, for messages; `None` when it cannot be told.
     fn endpoint(&self, _client: &Client) -> Option<String> {
+        None
+    }
+
+    /// Where the client's connection goes, when it is connected to one server: whether it is shared
+    /// with the parent process is asked of the kernel by it. `None` when it cannot be told (not
+    /// connected, or connections to many servers).
+    fn peer(&self, _client: &Client) -> Option<Peer> {
         None
     }
 
@@ -94,6 +101,22 @@ impl Dialect for PhpRedis {
         let host = client.call("getHost", vec![]).ok()?.string()?;
         let port = client.call("getPort", vec![]).ok()?.long()?;
         Some(format!("{host}:{port}"))
+    }
+
+    /// phpredis shows no socket: its host (a unix socket is a path) and port.
+    fn peer(&self, client: &Client) -> Option<Peer> {
+        if client.call("isConnected", vec![]).ok()?.bool() != Some(true) {
+            return None;
+        }
+        let host = client.call("getHost", vec![]).ok()?.string()?;
+        if host.starts_with('/') || host.starts_with("unix:") {
+            return Some(Peer::Unix);
+        }
+        let port = client.call("getPort", vec![]).ok()?.long()?;
+        Some(Peer::Tcp {
+            remote_port: u16::try_from(port).ok()?,
+            local_port: None,
+        })
     }
 }
 
@@ -168,6 +191,42 @@ impl Dialect for Predis {
             .call_on(&connection, "__toString", vec![])
             .ok()?
             .string()
+    }
+
+    /// A single server's connection (`NodeConnectionInterface`) shows its stream: both its ends.
+    fn peer(&self, client: &Client) -> Option<Peer> {
+        let connection = client.call("getConnection", vec![]).ok()?;
+        if !is(
+            connection.object()?,
+            "Predis\\Connection\\NodeConnectionInterface",
+        ) || client
+            .call_on(&connection, "isConnected", vec![])
+            .ok()?
+            .bool()
+            != Some(true)
+        {
+            return None;
+        }
+        let stream = client.call_on(&connection, "getResource", vec![]).ok()?;
+        if !stream.is_resource()
+            || function("get_resource_type", vec![&stream])?
+                .string()
+                .as_deref()
+                != Some("stream")
+        {
+            return None;
+        }
+        let end =
+            |remote: bool| function("stream_socket_get_name", vec![&stream, &remote])?.string();
+        let port = |name: String| name.rsplit_once(':')?.1.parse::<u16>().ok();
+        let remote = end(true)?;
+        if remote.starts_with('/') {
+            return Some(Peer::Unix);
+        }
+        Some(Peer::Tcp {
+            remote_port: port(remote)?,
+            local_port: end(false).and_then(port),
+        })
     }
 
     /// A server's error reply is a `ServerException`; anything else Predis throws while talking

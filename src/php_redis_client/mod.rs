@@ -5,12 +5,16 @@
 //! connection for the background refresher. Each client class speaks its own dialect
 //! (`dialect.rs`): how it runs a script and a blocking pop, and what its exceptions mean; errors
 //! are classified there, once.
+//! A client whose connection this process still shares with its parent (connected before `fork()`)
+//! is refused before anything is sent, and an error out of step names that as its likely cause
+//! (`deadbolt_core::fork_sharing`, which asks `/proc`).
 
 mod dialect;
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use deadbolt_core::{RunError, RunErrorKind, ScriptCall, Signal, Transport};
+use deadbolt_core::{RunError, RunErrorKind, ScriptCall, Sharing, Signal, Transport};
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, ZendObject, Zval};
 
@@ -24,6 +28,9 @@ struct Client {
     dialect: &'static dyn Dialect,
     /// `\Class(host:port)`, for messages.
     name: String,
+    /// Whether this process shares the client's connection with its parent, as found at the start
+    /// of the current call: a failure of the call names a shared connection as its likely cause.
+    sharing: Cell<Sharing>,
 }
 
 impl Client {
@@ -46,14 +53,41 @@ impl Client {
         &self.name
     }
 
-    /// A server's error reply (or its absence), classified by its code.
+    /// A server's error reply (or its absence), classified by its code. A failure without a reply
+    /// is what a connection out of step gets (another process read the reply): the hint says so.
     fn server_error(&self, error: Option<String>) -> RunError {
-        RunError::from_reply(
-            &format!("Redis through {}: ", self.name),
-            error
-                .as_deref()
-                .unwrap_or("the script failed without an error message"),
-        )
+        match error {
+            Some(error) => RunError::from_reply(&format!("Redis through {}: ", self.name), &error),
+            None => RunError::new(
+                RunErrorKind::Server,
+                format!(
+                    "Redis through {}: the script failed without an error message{}",
+                    self.name,
+                    self.hint(true)
+                ),
+            ),
+        }
+    }
+
+    /// Refuses, before anything is sent, a client whose connection this process shares with its
+    /// parent (connected before `fork()`); keeps the verdict for the messages of the call's errors.
+    fn check_not_shared(&self) -> Result<(), RunError> {
+        let id = self
+            .object
+            .object()
+            .map_or(0, |object| u64::from(object.handle));
+        let sharing = deadbolt_core::fork_sharing(id, || self.dialect.peer(self));
+        self.sharing.set(sharing);
+        match sharing.refusal(&self.name) {
+            Some(refusal) => Err(RunError::new(RunErrorKind::Server, refusal)),
+            None => Ok(()),
+        }
+    }
+
+    /// A shared connection as the likely cause of a failure, when it may be one (`out_of_step`: a
+    /// reply that is not the one asked for, or none).
+    fn hint(&self, out_of_step: bool) -> String {
+        self.sharing.get().hint(out_of_step).unwrap_or_default()
     }
 
     /// A connection failure says which client it came through (server errors already do).
@@ -61,7 +95,7 @@ impl Client {
         if e.kind() == RunErrorKind::Connection {
             return RunError::new(
                 RunErrorKind::Connection,
-                format!("Redis through {}: {e}", self.name),
+                format!("Redis through {}: {e}{}", self.name, self.hint(false)),
             );
         }
         e
@@ -72,9 +106,10 @@ impl Client {
         RunError::new(
             RunErrorKind::Server,
             format!(
-                "Redis through {}: {what} answered with {}, not a reply Deadbolt understands.",
+                "Redis through {}: {what} answered with {}, not a reply Deadbolt understands.{}",
                 self.name,
-                reply.get_type()
+                reply.get_type(),
+                self.hint(true)
             ),
         )
     }
@@ -95,6 +130,7 @@ impl PhpClientTransport {
             object: connection.shallow_clone(),
             dialect,
             name: format!("\\{class}"),
+            sharing: Cell::new(Sharing::Alone),
         };
         let endpoint = dialect
             .endpoint(&client)
@@ -111,6 +147,7 @@ impl PhpClientTransport {
     fn run_script(&self, call: &ScriptCall) -> Result<Zval, RunError> {
         let client = &self.client;
         client.dialect.check_runs_commands(client)?;
+        client.check_not_shared()?;
         let key_count = i64::try_from(call.keys().len()).unwrap_or(1);
         let argv: Vec<Zval> = call
             .keys()
@@ -167,6 +204,7 @@ impl Transport for PhpClientTransport {
     ) -> Result<Option<Signal>, RunError> {
         let client = &self.client;
         client.dialect.check_runs_commands(client)?;
+        client.check_not_shared()?;
         let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
         let reply = client
             .dialect
@@ -265,4 +303,17 @@ fn message_of(object: &ZendObject) -> Option<String> {
         .ok()?
         .ok()?
         .string()
+}
+
+/// Calls PHP's function `name(...$params)` (one of PHP's own, which runs no application code); `None`
+/// when it fails or throws (the exception is dropped: it was ours).
+fn function(name: &str, params: Vec<&dyn IntoZvalDyn>) -> Option<Zval> {
+    let _parked = crate::php_call::exception_in_flight()
+        .then(ParkedException::park)
+        .flatten();
+    let result = guarded(|| ZendCallable::try_from_name(name)?.try_call(params));
+    if take_pending_exception().is_some() {
+        return None;
+    }
+    result.ok()?.ok()
 }

@@ -85,9 +85,6 @@ class OtaCheckLogic
     }
 
     /**
-     * Up to LOCK_MAX_RETRY non-blocking attempts, LOCK_RETRY_INTERVAL_US apart; then a warning and SERVICE_BUSY.
-     */
-    /**
      * The lock of one device and firmware: a Deadbolt Lock here; {@see SymfonyOtaCheckLogic} makes a lock typed as
      * symfony/lock's, as seed 001's plan wrote it. Either is typed as an interface, so a test can hand in a double.
      */
@@ -96,6 +93,9 @@ class OtaCheckLogic
         return OtaLockFactory::create($resource, (float) self::LOCK_TTL_SECONDS);
     }
 
+    /**
+     * Up to LOCK_MAX_RETRY non-blocking attempts, LOCK_RETRY_INTERVAL_US apart; then a warning and SERVICE_BUSY.
+     */
     protected function acquireOrFail(LockInterface|SymfonyLockInterface $lock, string $resource): void
     {
         for ($attempt = 1; $attempt <= self::LOCK_MAX_RETRY; ++$attempt) {

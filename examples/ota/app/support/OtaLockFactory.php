@@ -18,6 +18,11 @@ use support\Redis;
  *
  * The store runs its scripts through the client's own methods (EVALSHA, EVAL on NOSCRIPT), so the pool's
  * AUTH, SELECT and prefix apply to the lock keys as to every other key.
+ *
+ * Call it in a worker (while it serves a request, or from onWorkerStart), where the pool's client is the worker's own.
+ * A client connected in webman's master before it forked the workers is shared by all of them, and Deadbolt refuses
+ * it ("this client was connected before fork() ..."). A DSN store (`new RedisStore('redis://...')`) is fork-safe
+ * wherever it is built. See README.md, "Where webman code creates its store".
  */
 final class OtaLockFactory
 {
