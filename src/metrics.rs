@@ -12,7 +12,6 @@ use ext_php_rs::flags::{ClassFlags, ErrorType, IniEntryPermission};
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, ZendStr};
 use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
-use parking_lot::Mutex;
 
 use crate::error_map::{invalid_argument, to_php};
 
@@ -116,13 +115,6 @@ const fn setting(name: &'static std::ffi::CStr, on_modify: OnModify) -> IniEntry
     entry
 }
 
-/// Why the metrics file could not be used, told once, at the next request's start (a handler
-/// may run at MINIT, where a warning has no request to go to).
-static UNTOLD: Mutex<Option<String>> = Mutex::new(None);
-
-/// The textfile this process adds its totals to when it ends.
-static TEXTFILE: Mutex<Option<PathBuf>> = Mutex::new(None);
-
 /// Registers the settings (MINIT).
 pub fn register_settings(module_number: i32) {
     IniEntryDef::register(INI.as_slice(), module_number);
@@ -149,9 +141,9 @@ unsafe extern "C" fn metrics_file_set(
 ) -> c_int {
     // SAFETY: PHP hands the handler the entry's new value, a live string.
     let path = unsafe { path_of(value) };
-    if let Err(error) = deadbolt_core::use_metrics_file(path.as_deref()) {
-        *UNTOLD.lock() = Some(error.to_string());
-    }
+    // A failure is kept by the engine and told at the next request's start (this may be MINIT,
+    // where a warning has no request to go to).
+    let _ = deadbolt_core::use_metrics_file(path.as_deref());
     0 // SUCCESS: the value stands (a failure is told, never a reason to refuse PHP's start)
 }
 
@@ -164,23 +156,20 @@ unsafe extern "C" fn metrics_textfile_set(
     _stage: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    *TEXTFILE.lock() = unsafe { path_of(value) };
+    deadbolt_core::use_textfile(unsafe { path_of(value) }.as_deref());
     0
 }
 
 /// RINIT: a metrics file that could not be used is a warning in the first request after it.
 pub fn tell_setting_failure() {
-    if let Some(message) = UNTOLD.lock().take() {
+    if let Some(message) = deadbolt_core::take_metrics_file_warning() {
         ext_php_rs::error::php_error(&ErrorType::Warning, &message);
     }
 }
 
 /// MSHUTDOWN: this process's totals go into its textfile, if it has one; a failure is a warning.
 pub fn write_textfile() {
-    let Some(path) = TEXTFILE.lock().clone() else {
-        return;
-    };
-    if let Err(error) = deadbolt_core::add_to_textfile(&path) {
+    if let Err(error) = deadbolt_core::write_textfile() {
         ext_php_rs::error::php_error(&ErrorType::Warning, &error.to_string());
     }
 }

@@ -39,10 +39,10 @@ pub use interrupt::{set_interrupts, Interrupts};
 pub use key::Key;
 pub use lock::{AutoRefresh, Lock, SharedKey, StoreRef, Wait};
 pub use metrics::shared::{
-    metrics_file_prometheus, metrics_file_snapshot, shared_snapshot, use_metrics_file,
-    FORMAT as METRICS_FILE_FORMAT,
+    metrics_file_prometheus, metrics_file_snapshot, shared_snapshot, take_metrics_file_warning,
+    use_metrics_file, FORMAT as METRICS_FILE_FORMAT,
 };
-pub use metrics::textfile::add_to_textfile;
+pub use metrics::textfile::{use_textfile, write_textfile};
 pub use metrics::{
     prometheus, render as render_prometheus, reset as reset_metrics, snapshot, Counter,
     HistogramSnapshot, Snapshot, Timing, BUCKETS,

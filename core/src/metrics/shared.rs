@@ -33,7 +33,7 @@ use std::sync::atomic::Ordering;
 
 use super::{render, Counter, Snapshot, Table, Timing, BUCKETS};
 use crate::error::{Error, Result};
-use crate::sync::{AtomicPtr, Mutex};
+use crate::sync::{AtomicBool, AtomicPtr, Mutex};
 
 /// The metrics file format this version writes and reads.
 pub const FORMAT: u32 = 1;
@@ -47,6 +47,10 @@ static MAPPED: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
 
 /// What the setting asked for and how it went, for `shared_snapshot()`'s answer.
 static STATE: Mutex<State> = Mutex::new(State::Off);
+
+/// Set when a failure has not been told yet (`take_metrics_file_warning`): an atomic, since every
+/// request's start asks (on every PHP thread under ZTS).
+static UNTOLD: AtomicBool = AtomicBool::new(false);
 
 enum State {
     Off,
@@ -87,8 +91,21 @@ pub fn use_metrics_file(path: Option<&Path>) -> Result<()> {
         Err(error) => {
             MAPPED.store(std::ptr::null_mut(), Ordering::Release);
             *state = State::Failed(error.to_string());
+            UNTOLD.store(true, Ordering::Release);
             Err(error)
         }
+    }
+}
+
+/// Why the metrics file set last could not be used, once (the extension makes it a warning at
+/// the next request's start: the setting may fail at MINIT, where a warning has no request).
+pub fn take_metrics_file_warning() -> Option<String> {
+    if !UNTOLD.load(Ordering::Acquire) || !UNTOLD.swap(false, Ordering::AcqRel) {
+        return None;
+    }
+    match &*STATE.lock() {
+        State::Failed(message) => Some(message.clone()),
+        _ => None,
     }
 }
 
@@ -364,6 +381,8 @@ mod tests {
         assert!(table().is_none());
         let kept = shared_snapshot().unwrap_err().to_string();
         assert_eq!(kept, error, "the process adds to no file and says why");
+        assert_eq!(take_metrics_file_warning(), Some(error), "told once");
+        assert_eq!(take_metrics_file_warning(), None);
         use_metrics_file(None).unwrap();
     }
 

@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 
 use super::{process_totals, render, Snapshot, BUCKETS};
 use crate::error::{Error, Result};
+use crate::sync::Mutex;
+
+/// The textfile this process adds its totals to when it ends (`deadbolt.metrics_textfile`).
+static TEXTFILE: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// The first line of every textfile Deadbolt writes; a file without it is not overwritten.
 const FIRST_LINE: &str =
@@ -24,9 +28,19 @@ const FIRST_LINE: &str =
                           deadbolt.metrics_textfile set to this file";
 const MARK: &str = "# Deadbolt metrics textfile, format ";
 
-/// Adds everything this process counted (`reset()` or not) to the textfile at `path`.
-pub fn add_to_textfile(path: &Path) -> Result<()> {
-    add_snapshot(path, &process_totals())
+/// Names the textfile this process adds its totals to when it ends (`None`: none).
+pub fn use_textfile(path: Option<&Path>) {
+    *TEXTFILE.lock() = path.map(Path::to_path_buf);
+}
+
+/// Adds everything this process counted (`reset()` or not) to its textfile, if it has one: called
+/// once, as the process ends.
+pub fn write_textfile() -> Result<()> {
+    let path = TEXTFILE.lock().clone();
+    match path {
+        Some(path) => add_snapshot(&path, &process_totals()),
+        None => Ok(()),
+    }
 }
 
 /// Adds `numbers` to the textfile at `path`: the file's totals are read, summed and replaced
