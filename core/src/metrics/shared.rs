@@ -45,8 +45,18 @@ const FILE_LEN: usize = HEADER_LEN + TABLE_LEN;
 /// The table of the file this process adds to, or null: read on every count, so an atomic.
 static MAPPED: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
 
-/// What the setting asked for and how it went, for `shared_snapshot()`'s answer.
-static STATE: Mutex<State> = Mutex::new(State::Off);
+/// What the setting asked for and how it went, for `shared_snapshot()`'s answer, and every file
+/// this process mapped: a setting that comes back to a path (a value applied per request and
+/// restored after it) finds its mapping again instead of mapping, and leaking, one more.
+static STATE: Mutex<Setting> = Mutex::new(Setting {
+    state: State::Off,
+    mapped: Vec::new(),
+});
+
+struct Setting {
+    state: State,
+    mapped: Vec<(PathBuf, &'static Table)>,
+}
 
 /// Set when a failure has not been told yet (`take_metrics_file_warning`): an atomic, since every
 /// request's start asks (on every PHP thread under ZTS).
@@ -61,7 +71,7 @@ enum State {
 
 /// The table of the metrics file this process adds to.
 pub(super) fn table() -> Option<&'static Table> {
-    // SAFETY: null, or a mapping that is never unmapped (`attach` leaks it).
+    // SAFETY: null, or a mapping that is never unmapped (`mapped` forgets it).
     unsafe { MAPPED.load(Ordering::Acquire).as_ref() }
 }
 
@@ -70,31 +80,49 @@ pub(super) fn table() -> Option<&'static Table> {
 /// nothing. On failure the process adds to no file, and the error is also kept for
 /// [`shared_snapshot`]'s answer.
 pub fn use_metrics_file(path: Option<&Path>) -> Result<()> {
-    let mut state = STATE.lock();
+    let mut setting = STATE.lock();
     let Some(path) = path else {
         MAPPED.store(std::ptr::null_mut(), Ordering::Release);
-        *state = State::Off;
+        setting.state = State::Off;
         return Ok(());
     };
-    if matches!(&*state, State::On(current) if current == path) {
+    if matches!(&setting.state, State::On(current) if current == path) {
         return Ok(());
     }
-    match Mapping::for_counting(path) {
-        Ok(mapping) => {
-            // Never unmapped: another thread may be counting through the previous pointer.
-            let table = std::ptr::from_ref(mapping.table()).cast_mut();
-            std::mem::forget(mapping);
-            MAPPED.store(table, Ordering::Release);
-            *state = State::On(path.to_owned());
+    match mapped(&mut setting, path) {
+        Ok(table) => {
+            MAPPED.store(std::ptr::from_ref(table).cast_mut(), Ordering::Release);
+            setting.state = State::On(path.to_owned());
             Ok(())
         }
         Err(error) => {
             MAPPED.store(std::ptr::null_mut(), Ordering::Release);
-            *state = State::Failed(error.to_string());
+            setting.state = State::Failed(error.to_string());
             UNTOLD.store(true, Ordering::Release);
             Err(error)
         }
     }
+}
+
+/// The table of the file at `path`: mapped before by this process, or now (and then never
+/// unmapped: another thread may still be counting through a pointer to it).
+fn mapped(setting: &mut Setting, path: &Path) -> Result<&'static Table> {
+    if !path.is_absolute() {
+        return Err(invalid(format!(
+            "deadbolt.metrics_file must be an absolute path, not \"{}\": a relative one would name another file \
+             in each working directory.",
+            path.display()
+        )));
+    }
+    if let Some((_, table)) = setting.mapped.iter().find(|(known, _)| known == path) {
+        return Ok(*table);
+    }
+    let mapping = Mapping::for_counting(path)?;
+    // SAFETY: the mapping is forgotten, never unmapped: the table lives as long as the process.
+    let table: &'static Table = unsafe { &*std::ptr::from_ref(mapping.table()) };
+    std::mem::forget(mapping);
+    setting.mapped.push((path.to_owned(), table));
+    Ok(table)
 }
 
 /// Why the metrics file set last could not be used, once (the extension makes it a warning at
@@ -103,7 +131,7 @@ pub fn take_metrics_file_warning() -> Option<String> {
     if !UNTOLD.load(Ordering::Acquire) || !UNTOLD.swap(false, Ordering::AcqRel) {
         return None;
     }
-    match &*STATE.lock() {
+    match &STATE.lock().state {
         State::Failed(message) => Some(message.clone()),
         _ => None,
     }
@@ -111,8 +139,8 @@ pub fn take_metrics_file_warning() -> Option<String> {
 
 /// The numbers of the metrics file this process adds to: every process's that adds to it.
 pub fn shared_snapshot() -> Result<Snapshot> {
-    let state = STATE.lock();
-    match (&*state, table()) {
+    let setting = STATE.lock();
+    match (&setting.state, table()) {
         (State::On(_), Some(table)) => Ok(table.read()),
         (State::Failed(message), _) => Err(invalid(message.clone())),
         _ => Err(invalid(
@@ -383,6 +411,19 @@ mod tests {
         assert_eq!(kept, error, "the process adds to no file and says why");
         assert_eq!(take_metrics_file_warning(), Some(error), "told once");
         assert_eq!(take_metrics_file_warning(), None);
+
+        // Back to the first path: the same mapping again, not one more.
+        use_metrics_file(Some(&path)).unwrap();
+        let first = table().map(std::ptr::from_ref);
+        use_metrics_file(None).unwrap();
+        use_metrics_file(Some(&path)).unwrap();
+        assert_eq!(table().map(std::ptr::from_ref), first);
+        assert_eq!(STATE.lock().mapped.len(), 1);
+
+        let error = use_metrics_file(Some(Path::new("run/x.metrics")))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("must be an absolute path"), "{error}");
         use_metrics_file(None).unwrap();
     }
 

@@ -46,6 +46,12 @@ pub fn write_textfile() -> Result<()> {
 /// Adds `numbers` to the textfile at `path`: the file's totals are read, summed and replaced
 /// whole, under the companion lock.
 fn add_snapshot(path: &Path, numbers: &Snapshot) -> Result<()> {
+    if !path.is_absolute() {
+        return Err(refused(
+            path,
+            "is not an absolute path (a relative one names another file in each working directory)",
+        ));
+    }
     let _lock = lock_companion(path)?;
     let mut totals = read_totals(path)?;
     totals.add(numbers);
@@ -375,6 +381,15 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("create its directory first"), "{error}");
+    }
+
+    #[test]
+    fn a_relative_path_is_refused() {
+        let error = add_snapshot(Path::new("job.prom"), &numbers(1, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("is not an absolute path"), "{error}");
+        assert!(!Path::new("job.prom.lock").exists());
     }
 
     #[test]
