@@ -32,11 +32,11 @@ use ext_php_rs::{info_table_end, info_table_row, info_table_start};
 
 /// MINIT: waits learn how to give PHP its turn (signal handlers), and the exception hierarchy goes
 /// first among the classes, so every other class can throw it.
-fn startup(_ty: i32, _module_number: i32) -> i32 {
+fn startup(_ty: i32, module_number: i32) -> i32 {
     // Before a thread-safe PHP starts its threads: what the engine makes once is made here, on one thread.
     deadbolt_core::set_up_before_threads();
     interrupts::install();
-    metrics::register_settings(_module_number);
+    metrics::register_settings(module_number);
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => 1,
