@@ -11,8 +11,9 @@ use Deadbolt\Tests\Support\DeadboltTestCase;
  * a pool add up in one file, so one scrape, whichever worker answers, shows the pool's totals, while each worker's
  * own numbers stay its own.
  *
- * Two pools: "a" (two static workers) adds to the file set for the whole of php-fpm (`-d`, read by the master before
- * it forks), "b" (one worker) to a file of its own (`php_admin_value`, opened by its worker). Synchronisation is by
+ * Three pools: "a" (two static workers) adds to the file set for the whole of php-fpm (`-d`, read by the master
+ * before it forks), "b" (one worker) to a file of its own (`php_admin_value`, opened by its worker), "c" names a file
+ * in a missing directory (a warning in its log, the worker unharmed). Synchronisation is by
  * files and flock only: the two "a" requests each write a ready file and then block on a gate the test holds, so
  * each of the two workers is known to serve one of them before the gate opens.
  */
@@ -90,6 +91,17 @@ final class PhpFpmMetricsTest extends DeadboltTestCase
         $this->assertSame($pids, $seen, 'each worker of pool a answered one scrape');
         $b = self::body($this->request('b', ['kind' => 'scrape']));
         $this->assertSame(5, $b['shared']['acquired'], 'pool b adds to its own file only');
+
+        // Pool c names a file in a directory that does not exist: its worker works and counts its own numbers, logs
+        // one warning that says what to do, and Metrics::SHARED says the same.
+        $this->assertSame(2, self::body($this->request('c', ['kind' => 'work', 'cycles' => 2]))['process']['acquired']);
+        $c = self::body($this->request('c', ['kind' => 'why']));
+        $this->assertStringContainsString($this->dir.'/missing/c.metrics', $c['why']);
+        $this->assertStringContainsString('create its directory first', $c['why']);
+        $this->assertSame(2, $c['process']['acquired']);
+        $log = (string) file_get_contents($this->dir.'/c.log');
+        $this->assertSame(1, substr_count($log, 'PHP Warning:'), "one warning, at the worker's first request:\n$log");
+        $this->assertStringContainsString($c['why'], $log);
         $this->assertFileExists($this->dir.'/a.metrics');
         $this->assertFileExists($this->dir.'/b.metrics');
         $this->assertStringNotContainsString('deadbolt', (string) @file_get_contents($this->dir.'/fpm.log'));
@@ -131,6 +143,16 @@ final class PhpFpmMetricsTest extends DeadboltTestCase
                 touch($dir.'/'.$_GET['ready']);
                 $gate = fopen($dir.'/gate', 'r');
                 flock($gate, LOCK_SH); // the test opens the gate once both workers are here
+            }
+            if ('why' === $_GET['kind']) {
+                try {
+                    Metrics::snapshot(Metrics::SHARED);
+                    echo json_encode(['why' => null]);
+                } catch (Deadbolt\Exception\InvalidArgumentException $e) {
+                    echo json_encode(['why' => $e->getMessage(), 'process' => Metrics::snapshot()['counters']]);
+                }
+
+                return;
             }
             echo json_encode([
                 'pid' => getmypid(),
@@ -203,6 +225,17 @@ final class PhpFpmMetricsTest extends DeadboltTestCase
             pm.max_children = 2
             catch_workers_output = yes
             php_admin_value[error_log] = {$dir}/php.log
+            php_admin_flag[log_errors] = on
+            php_admin_flag[display_errors] = off
+            php_admin_value[error_reporting] = -1
+
+            [c]
+            listen = {$dir}/c.sock
+            pm = static
+            pm.max_children = 1
+            catch_workers_output = yes
+            php_admin_value[deadbolt.metrics_file] = {$dir}/missing/c.metrics
+            php_admin_value[error_log] = {$dir}/c.log
             php_admin_flag[log_errors] = on
             php_admin_flag[display_errors] = off
             php_admin_value[error_reporting] = -1
