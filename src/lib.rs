@@ -32,10 +32,11 @@ use ext_php_rs::{info_table_end, info_table_row, info_table_start};
 
 /// MINIT: waits learn how to give PHP its turn (signal handlers), and the exception hierarchy goes
 /// first among the classes, so every other class can throw it.
-fn startup(_ty: i32, _module_number: i32) -> i32 {
+fn startup(_ty: i32, module_number: i32) -> i32 {
     // Before a thread-safe PHP starts its threads: what the engine makes once is made here, on one thread.
     deadbolt_core::set_up_before_threads();
     interrupts::install();
+    metrics::register_settings(module_number);
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => 1,
@@ -49,6 +50,14 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     HOOKED.call_once(install_engine_hooks);
     end_of_request::reset();
     php_call::reset();
+    metrics::tell_setting_failure();
+    0
+}
+
+/// MSHUTDOWN: the process's totals go into its metrics textfile (`deadbolt.metrics_textfile`);
+/// here, not at RSHUTDOWN, so that locks released as PHP frees the last objects are counted.
+extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
+    metrics::write_textfile();
     0
 }
 
@@ -116,6 +125,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .info_function(info)
         .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)
+        .shutdown_function(module_shutdown)
         .interface::<interfaces::PhpInterfaceLockInterface>()
         .interface::<interfaces::PhpInterfaceSharedLockInterface>()
         .interface::<interfaces::PhpInterfaceDeadlineLockInterface>()

@@ -15,7 +15,8 @@
 //! - `store`: the `Store` trait, its capability traits, and the flock, in-memory and Redis stores.
 //! - `lock`: the rules for acquire, refresh and release, and the log events they emit.
 //! - `refresher`: the background thread that keeps auto-refreshed locks alive.
-//! - `metrics`: per-process counters and histograms, and their Prometheus rendering.
+//! - `metrics`: per-process counters and histograms, and their Prometheus rendering; `metrics/shared.rs`: a
+//!   metrics file a php-fpm pool's processes add up in; `metrics/textfile.rs`: a job's totals for node_exporter.
 //! - `holder`: who holds and who waits (an operator's view), and the records locks leave for it.
 //! - `event`: what a lock reports to a logger (PSR-3 in the extension).
 //! - `interrupt`: the host's turn between the pauses of a wait (PHP's signal handlers).
@@ -47,9 +48,14 @@ pub use holder::{
 pub use interrupt::{set_interrupts, Interrupts};
 pub use key::Key;
 pub use lock::{AutoRefresh, Lock, SharedKey, StoreRef, Wait};
+pub use metrics::shared::{
+    metrics_file_prometheus, metrics_file_snapshot, shared_snapshot, take_metrics_file_warning,
+    use_metrics_file, FORMAT as METRICS_FILE_FORMAT,
+};
+pub use metrics::textfile::{use_textfile, write_textfile};
 pub use metrics::{
-    prometheus, reset as reset_metrics, snapshot, Counter, HistogramSnapshot, Snapshot, Timing,
-    BUCKETS,
+    prometheus, render as render_prometheus, reset as reset_metrics, snapshot, Counter,
+    HistogramSnapshot, Snapshot, Timing, BUCKETS,
 };
 pub use store::combined::{CombinedStore, Member, Strategy};
 pub use store::flock::FlockStore;

@@ -1,12 +1,20 @@
 //! Per-process lock metrics: counters and two latency histograms, lock-free (atomics only), so
 //! the refresher thread and a `fork()` at any moment are both harmless. A forked child starts
 //! from zero: its numbers describe what it did, not what its parent did.
+//!
+//! Two ways out of the process, for numbers that must outlive it or add up across processes:
+//! - `shared`: a metrics file mapped into every process of a php-fpm pool, whose counts each of
+//!   them also adds to (a forked child keeps adding: the file is the pool's, not a process's);
+//! - `textfile`: a process's totals added, when it ends, into a node_exporter textfile.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::process::PerProcess;
 use crate::sync::AtomicU64;
+
+pub(crate) mod shared;
+pub(crate) mod textfile;
 
 /// Upper bounds of the histogram buckets, in seconds (Prometheus `le`), plus +Inf.
 pub const BUCKETS: [f64; 12] = [
@@ -101,6 +109,8 @@ impl Timing {
 }
 
 /// Per-bucket counts (not cumulative; the count is their sum) and the sum of the durations.
+/// `repr(C)`: the same layout is the body of a metrics file (`shared.rs`).
+#[repr(C)]
 struct Histogram {
     buckets: [AtomicU64; BUCKETS.len() + 1],
     sum_nanos: AtomicU64,
@@ -115,7 +125,8 @@ impl Histogram {
     }
 }
 
-/// One process's numbers.
+/// One set of numbers: a process's, or a metrics file's (`repr(C)`, laid over the mapped file).
+#[repr(C)]
 struct Table {
     counters: [AtomicU64; Counter::ALL.len()],
     histograms: [Histogram; 2],
@@ -129,15 +140,62 @@ impl Table {
         }
     }
 
-    fn clear(&self) {
-        for counter in &self.counters {
-            counter.store(0, Ordering::Relaxed);
+    /// Every atomic of the table, in layout order.
+    fn cells(&self) -> impl Iterator<Item = &AtomicU64> {
+        self.counters.iter().chain(
+            self.histograms
+                .iter()
+                .flat_map(|h| h.buckets.iter().chain([&h.sum_nanos])),
+        )
+    }
+
+    fn add(&self, counter: Counter, n: u64) {
+        self.counters[counter as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn observe(&self, timing: Timing, bucket: usize, nanos: u64) {
+        let histogram = &self.histograms[timing as usize];
+        histogram.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        histogram.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Zeroes the table, moving what it held into `aside` (a count made meanwhile is never lost:
+    /// each cell is swapped, not overwritten).
+    fn drain_into(&self, aside: &Table) {
+        for (cell, kept) in self.cells().zip(aside.cells()) {
+            kept.fetch_add(cell.swap(0, Ordering::Relaxed), Ordering::Relaxed);
         }
-        for histogram in &self.histograms {
-            for bucket in &histogram.buckets {
-                bucket.store(0, Ordering::Relaxed);
-            }
-            histogram.sum_nanos.store(0, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> Snapshot {
+        let counters = Counter::ALL
+            .iter()
+            .map(|c| (*c, self.counters[*c as usize].load(Ordering::Relaxed)))
+            .collect();
+        let timings = Timing::ALL
+            .iter()
+            .map(|t| (*t, self.histograms[*t as usize].read()))
+            .collect();
+        Snapshot { counters, timings }
+    }
+}
+
+impl Histogram {
+    fn read(&self) -> HistogramSnapshot {
+        let mut running = 0;
+        let cumulative = self
+            .buckets
+            .iter()
+            .map(|b| {
+                running += b.load(Ordering::Relaxed);
+                running
+            })
+            .collect();
+        let nanos = self.sum_nanos.load(Ordering::Relaxed);
+        HistogramSnapshot {
+            cumulative,
+            count: running,
+            sum_seconds: Duration::from_nanos(nanos).as_secs_f64(),
         }
     }
 }
@@ -145,39 +203,53 @@ impl Table {
 /// This process's numbers: a forked child starts from a fresh table.
 static TABLE: PerProcess<Table> = PerProcess::new();
 
+/// What `reset()` took out of this process's table: gone from `snapshot()`, still this process's work for the
+/// textfile written when it ends (`textfile.rs`), so an application's reset never loses the job's counts.
+static RESET_ASIDE: PerProcess<Table> = PerProcess::new();
+
 /// Makes this process's table now (`crate::threads`).
 pub(crate) fn set_up() {
     table();
+    aside();
 }
 
 fn table() -> &'static Table {
     TABLE.get_or_init(Table::new)
 }
 
-/// Adds `n` to `counter`.
+fn aside() -> &'static Table {
+    RESET_ASIDE.get_or_init(Table::new)
+}
+
+/// Adds `n` to `counter`, here and in the metrics file this process adds to (if any).
 pub fn count(counter: Counter, n: u64) {
     if n == 0 {
         return;
     }
-    table().counters[counter as usize].fetch_add(n, Ordering::Relaxed);
+    table().add(counter, n);
+    if let Some(shared) = shared::table() {
+        shared.add(counter, n);
+    }
 }
 
-/// Records one duration.
+/// Records one duration, here and in the metrics file this process adds to (if any).
 pub fn time(timing: Timing, duration: Duration) {
-    let histogram = &table().histograms[timing as usize];
     let secs = duration.as_secs_f64();
     let bucket = BUCKETS
         .iter()
         .position(|le| secs <= *le)
         .unwrap_or(BUCKETS.len());
-    histogram.buckets[bucket].fetch_add(1, Ordering::Relaxed);
     let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-    histogram.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    table().observe(timing, bucket, nanos);
+    if let Some(shared) = shared::table() {
+        shared.observe(timing, bucket, nanos);
+    }
 }
 
-/// Forgets everything counted so far in this process.
+/// Forgets everything counted so far in this process (not in a metrics file: the pool's totals
+/// belong to every process that adds to them).
 pub fn reset() {
-    table().clear();
+    table().drain_into(aside());
 }
 
 /// A histogram's numbers at one moment.
@@ -196,61 +268,80 @@ pub struct Snapshot {
     pub timings: Vec<(Timing, HistogramSnapshot)>,
 }
 
-/// Reads every counter and histogram.
-pub fn snapshot() -> Snapshot {
-    let table = table();
-    let counters = Counter::ALL
-        .iter()
-        .map(|c| (*c, table.counters[*c as usize].load(Ordering::Relaxed)))
-        .collect();
-    let timings = Timing::ALL
-        .iter()
-        .map(|t| {
-            let histogram = &table.histograms[*t as usize];
-            let mut running = 0;
-            let cumulative = histogram
-                .buckets
-                .iter()
-                .map(|b| {
-                    running += b.load(Ordering::Relaxed);
-                    running
-                })
-                .collect();
-            let nanos = histogram.sum_nanos.load(Ordering::Relaxed);
-            let count = running;
-            (
-                *t,
-                HistogramSnapshot {
-                    cumulative,
-                    count,
-                    sum_seconds: Duration::from_nanos(nanos).as_secs_f64(),
-                },
-            )
-        })
-        .collect();
-    Snapshot { counters, timings }
+impl Snapshot {
+    /// All zero.
+    pub fn zero() -> Snapshot {
+        Table::new().read()
+    }
+
+    /// Adds `other`'s numbers to these.
+    pub fn add(&mut self, other: &Snapshot) {
+        for ((_, mine), (_, theirs)) in self.counters.iter_mut().zip(&other.counters) {
+            *mine = mine.saturating_add(*theirs);
+        }
+        for ((_, mine), (_, theirs)) in self.timings.iter_mut().zip(&other.timings) {
+            for (bucket, add) in mine.cumulative.iter_mut().zip(&theirs.cumulative) {
+                *bucket = bucket.saturating_add(*add);
+            }
+            mine.count = mine.count.saturating_add(theirs.count);
+            mine.sum_seconds += theirs.sum_seconds;
+        }
+    }
 }
 
-/// The snapshot in the Prometheus text exposition format, metric names prefixed `deadbolt_`.
+/// Reads this process's counters and histograms.
+pub fn snapshot() -> Snapshot {
+    table().read()
+}
+
+/// Everything this process counted, `reset()` or not: what its textfile gets when it ends.
+fn process_totals() -> Snapshot {
+    let mut totals = table().read();
+    totals.add(&aside().read());
+    totals
+}
+
+/// This process's snapshot in the Prometheus text exposition format, metric names prefixed `deadbolt_`.
 pub fn prometheus() -> String {
+    render(&snapshot(), "")
+}
+
+/// `snapshot` in the Prometheus text exposition format; `labels` (`name="value"` pairs, escaped, comma
+/// separated, or empty) go on every sample.
+pub fn render(snapshot: &Snapshot, labels: &str) -> String {
     use std::fmt::Write as _;
-    let snapshot = snapshot();
+    let plain = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let before_le = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{labels},")
+    };
     let mut out = String::new();
     for (counter, value) in &snapshot.counters {
         let name = counter.name();
         let _ = writeln!(out, "# TYPE deadbolt_{name}_total counter");
-        let _ = writeln!(out, "deadbolt_{name}_total {value}");
+        let _ = writeln!(out, "deadbolt_{name}_total{plain} {value}");
     }
     for (timing, histogram) in &snapshot.timings {
         let name = timing.name();
         let _ = writeln!(out, "# TYPE deadbolt_{name} histogram");
         for (le, count) in BUCKETS.iter().zip(&histogram.cumulative) {
-            let _ = writeln!(out, "deadbolt_{name}_bucket{{le=\"{le}\"}} {count}");
+            let _ = writeln!(
+                out,
+                "deadbolt_{name}_bucket{{{before_le}le=\"{le}\"}} {count}"
+            );
         }
         let total = histogram.cumulative.last().copied().unwrap_or(0);
-        let _ = writeln!(out, "deadbolt_{name}_bucket{{le=\"+Inf\"}} {total}");
-        let _ = writeln!(out, "deadbolt_{name}_sum {}", histogram.sum_seconds);
-        let _ = writeln!(out, "deadbolt_{name}_count {}", histogram.count);
+        let _ = writeln!(
+            out,
+            "deadbolt_{name}_bucket{{{before_le}le=\"+Inf\"}} {total}"
+        );
+        let _ = writeln!(out, "deadbolt_{name}_sum{plain} {}", histogram.sum_seconds);
+        let _ = writeln!(out, "deadbolt_{name}_count{plain} {}", histogram.count);
     }
     out
 }

@@ -138,7 +138,9 @@ impl Condvar {
 macro_rules! checked_atomic {
     ($(#[$doc:meta])* $name:ident, $value:ty) => {
         $(#[$doc])*
+        // Transparent: an array of them may be laid over shared memory (the metrics file, `metrics/shared.rs`).
         #[derive(Debug, Default)]
+        #[repr(transparent)]
         pub struct $name(std::sync::atomic::$name);
 
         impl $name {
@@ -216,6 +218,10 @@ impl<T> AtomicPtr<T> {
 
     pub fn load(&self, order: Ordering) -> *mut T {
         self.step(|a| a.load(order))
+    }
+
+    pub fn store(&self, value: *mut T, order: Ordering) {
+        self.step(|a| a.store(value, order));
     }
 
     pub fn compare_exchange(

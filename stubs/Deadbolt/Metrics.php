@@ -3,13 +3,19 @@
 namespace Deadbolt;
 
 /**
- * This process's lock metrics: counters and latency histograms, for a status page, a log line or a Prometheus
- * scrape. Per process: a forked child (a webman worker, a pcntl_fork) starts from zero.
+ * Lock metrics: counters and latency histograms, for a status page, a log line or a Prometheus scrape.
+ *
+ * Two scopes. Metrics::PROCESS (the default): this process's numbers; a forked child (a webman worker, a
+ * pcntl_fork) starts from zero. Metrics::SHARED: the totals of the metrics file named by the PHP_INI_SYSTEM setting
+ * deadbolt.metrics_file, to which every process that has it set adds (all the workers of a php-fpm pool, their
+ * forked children too), so that one scrape of any worker shows the pool's totals. A process that ends with
+ * deadbolt.metrics_textfile set adds its totals to that node_exporter textfile (cron and systemd jobs). Scrape
+ * set-ups: docs/METRICS.md.
  *
  * ```php
- * // a /metrics endpoint of a long-lived worker
+ * // /metrics of a php-fpm pool with deadbolt.metrics_file set: the pool's totals, whichever worker answers
  * header('Content-Type: text/plain; version=0.0.4');
- * echo \Deadbolt\Metrics::prometheus();
+ * echo \Deadbolt\Metrics::prometheus(\Deadbolt\Metrics::SHARED);
  * ```
  *
  * Counters: acquired, conflicts (non-blocking attempts that found the lock held), timeouts (waits that hit their
@@ -21,6 +27,12 @@ namespace Deadbolt;
  */
 final class Metrics
 {
+    /** This process's numbers. */
+    public const PROCESS = 'process';
+
+    /** The totals of the metrics file (deadbolt.metrics_file): every process's that adds to it. */
+    public const SHARED = 'shared';
+
     public function __construct()
     {
         throw new \Error('The deadbolt extension is not loaded.');
@@ -29,22 +41,31 @@ final class Metrics
     /**
      * @return array{counters: array<string, int>, timings: array<string, array{count: int, sum: float, buckets: array<string, int>}>}
      *         bucket counts are cumulative, keyed by their upper bound in seconds, the last one '+Inf'
+     *
+     * @param string|null $scope null or Metrics::PROCESS: this process; Metrics::SHARED: the metrics file's totals
+     *
+     * @throws Exception\InvalidArgumentException an unknown scope; Metrics::SHARED in a process that adds to no
+     *                                             metrics file (the message says why: not set, or the file could not
+     *                                             be used, as the warning at the start of the request said)
      */
-    public static function snapshot(): array
+    public static function snapshot(?string $scope = null): array
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
 
     /**
      * The snapshot in the Prometheus text exposition format: deadbolt_<counter>_total counters and the
-     * deadbolt_wait_seconds and deadbolt_hold_seconds histograms.
+     * deadbolt_wait_seconds and deadbolt_hold_seconds histograms. Throws as snapshot().
      */
-    public static function prometheus(): string
+    public static function prometheus(?string $scope = null): string
     {
         throw new \Error('The deadbolt extension is not loaded.');
     }
 
-    /** Starts counting from zero. */
+    /**
+     * This process starts counting from zero. A metrics file's totals are untouched (they are the pool's), and so is
+     * what this process adds to its textfile when it ends (everything it counted, reset or not).
+     */
     public static function reset(): void
     {
         throw new \Error('The deadbolt extension is not loaded.');
