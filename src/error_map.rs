@@ -65,6 +65,17 @@ pub fn invalid_argument(message: String) -> PhpException {
     to_php(Error::InvalidArgument { message })
 }
 
+/// A `Deadbolt\Exception\LockConflictedException` with `message` (a lock someone else holds,
+/// in the caller's own words: `Lock::run()`).
+pub fn lock_conflicted(message: &str) -> PhpException {
+    let class = ExceptionClass::LockConflicted.entry();
+    let exception = PhpException::new(message.into(), 0, class);
+    match new_exception(class, message, None) {
+        Some(object) => exception.with_object(object),
+        None => exception,
+    }
+}
+
 /// A `\BadMethodCallException` with `message` (symfony/lock's for what a Lock cannot do).
 pub fn bad_method_call_exception(message: &str) -> PhpException {
     let class = crate::exceptions::bad_method_call();

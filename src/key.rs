@@ -100,6 +100,15 @@ impl PhpKey {
         Binary::new(self.resource.clone())
     }
 
+    /// The short one-way digest of this Key's owner token under which `inspect()` and the
+    /// `deadbolt` command show its locks; null before the Key was ever used to lock.
+    pub fn get_token_digest(&self) -> PhpResult<Option<String>> {
+        let key = self.engine()?;
+        Ok(key
+            .drawn_token()
+            .map(|token| deadbolt_core::token_digest(token.as_str())))
+    }
+
     pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
         Ok(self.engine()?.remaining_lifetime())
     }

@@ -12,6 +12,7 @@ mod interrupts;
 mod key;
 mod lock;
 mod lock_factory;
+mod lock_state;
 mod logger;
 mod metrics;
 mod php_call;
@@ -147,5 +148,8 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<worker::PhpWorker>()
         .class::<store_factory::PhpStoreFactory>()
         .class::<metrics::PhpMetrics>()
+        .class::<lock_state::PhpHolder>()
+        .class::<lock_state::PhpWaiter>()
+        .class::<lock_state::PhpLockState>()
         .class::<end_of_request::PhpEndOfRequest>()
 }

@@ -11,16 +11,18 @@ use deadbolt_core::{Error, InMemoryStore, Key, Lock, Mode, StoreRef};
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
+use ext_php_rs::types::{ZendCallable, ZendClassObject, ZendObject, Zval};
 use ext_php_rs::zend::run_handler;
 
 use crate::args;
 use crate::end_of_request;
-use crate::error_map::{bad_method_call_exception, exception_object, not_rebuildable, throwable};
+use crate::error_map::{
+    bad_method_call_exception, exception_object, lock_conflicted, not_rebuildable, throwable,
+};
 use crate::key::PhpKey;
 use crate::logger::{report_store_warning, take_store_warning, EventLog};
 use crate::php_call;
-use crate::php_param::{Bool, OptionalFloat};
+use crate::php_param::{Bool, Bytes, OptionalFloat};
 use crate::store_arg::engine_store_arg;
 use crate::zend_object::{hook_destructor, standard_destructor};
 
@@ -222,6 +224,65 @@ impl PhpLock {
         self.run(|lock, log| lock.release(log))
     }
 
+    /// Runs `$work` under the lock and returns its value: takes the lock (waiting up to `$wait`
+    /// seconds; null: one attempt), calls `$work($this)`, and releases in every case. Throws
+    /// `LockConflictedException` when the lock could not be had, without running `$work`.
+    #[php(name = "run", defaults(wait = None))]
+    pub fn run_work(
+        self_: &mut ZendClassObject<PhpLock>,
+        work: ZendCallable,
+        wait: OptionalFloat<2>,
+    ) -> PhpResult<Zval> {
+        let acquired = Self::take(self_, Mode::Exclusive, wait.0.is_some(), wait.0)?;
+        if php_call::exception_in_flight() {
+            return Ok(Zval::new());
+        }
+        if !acquired {
+            return Err(not_run(self_, wait.0));
+        }
+        let mut this = Zval::new();
+        this.set_object(&mut self_.std);
+        let outcome = php_call::guarded(|| work.try_call(vec![&this]));
+        drop(this);
+        match outcome {
+            Ok(Ok(value)) => {
+                self_.release()?;
+                Ok(value)
+            }
+            // `$work` threw (the exception is in flight) or the script is ending: the lock is
+            // released quietly with the exception set aside, which then goes on unchanged.
+            _ => {
+                release_beside_exception(self_);
+                Ok(Zval::new())
+            }
+        }
+    }
+
+    /// Releases the resource whoever holds it (an operator's action: logged as a warning,
+    /// counted in metrics); this Lock's own hold is released first. The number of other holders
+    /// it had. They find the lock gone at their next call.
+    pub fn force_release(&mut self) -> PhpResult<i64> {
+        let count = self.run(|lock, log| lock.force_release(log))?;
+        Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+
+    /// Who holds this lock's resource and who waits, as its store tells (`Deadbolt\LockState`).
+    pub fn inspect(&mut self) -> PhpResult<crate::lock_state::PhpLockState> {
+        let resource = self.reading()?.key().lock().resource().to_vec();
+        let state = self.run(|lock, _| lock.inspect())?;
+        Ok(crate::lock_state::PhpLockState::new(&resource, state))
+    }
+
+    /// A label for the records this lock leaves in its store (a job or request id), shown by
+    /// `inspect()` and the `deadbolt` command; by default `DEADBOLT_LABEL` or systemd's
+    /// `INVOCATION_ID` from the environment. At most 128 bytes, no control characters.
+    pub fn set_label(self_: &mut ZendClassObject<PhpLock>, label: Bytes<1>) -> PhpResult<()> {
+        let label = String::from_utf8_lossy(&label.0).into_owned();
+        let lock = self_.reading()?;
+        let mut key = lock.key().lock();
+        key.set_label(&label).map_err(crate::error_map::to_php)
+    }
+
     pub fn is_expired(&self) -> PhpResult<bool> {
         Ok(self.reading()?.is_expired())
     }
@@ -254,6 +315,34 @@ impl PhpLock {
             "Cannot unserialize Deadbolt\\Lock.",
         ))
     }
+}
+
+/// Why `run()` did not run its work.
+fn not_run(object: &ZendClassObject<PhpLock>, wait: Option<f64>) -> PhpException {
+    let resource = object
+        .reading()
+        .map(|lock| lock.key().lock().display_resource())
+        .unwrap_or_default();
+    let waited = match wait {
+        Some(secs) => format!(" within {} seconds", deadbolt_core::shown_secs(secs)),
+        None => String::new(),
+    };
+    lock_conflicted(&format!(
+        "Could not acquire the \"{resource}\" lock{waited}: someone else holds it, and the work \
+         was not run. Try again later, give run() a longer $wait, or see who holds it with \
+         inspect()."
+    ))
+}
+
+/// Releases after `run()`'s work threw or ended the script: the exception in flight is set
+/// aside for the release (a store's PHP client may be called) and put back unchanged; a failed
+/// release is left to the logger and the lock's TTL, as the work's exception is the one to see.
+fn release_beside_exception(object: &mut ZendClassObject<PhpLock>) {
+    let parked = crate::zend_object::ParkedException::park();
+    if parked.is_some() && !php_call::exit_pending() {
+        let _ = object.release();
+    }
+    drop(parked);
 }
 
 /// A Lock used from inside one of its own calls (a logger or signal handler run during it).

@@ -131,6 +131,17 @@ macro_rules! store_class_methods {
             pub fn exists(&self, key: &PhpKey) -> PhpResult<bool> {
                 Contract::checked(self.engine(), |c| c.exists(key))
             }
+
+            /// Who holds `$resource` and who waits for it (an operator's view).
+            pub fn inspect(&self, resource: $crate::php_param::Bytes<1>) -> PhpResult<$crate::lock_state::PhpLockState> {
+                Contract::checked(self.engine(), |c| $crate::lock_state::inspect(c.0, &resource.0))
+            }
+
+            /// Releases `$resource` whoever holds it (an operator's action); the number of
+            /// holders it had. They find the lock lost at their next call.
+            pub fn force_release(&self, resource: $crate::php_param::Bytes<1>) -> PhpResult<i64> {
+                Contract::checked(self.engine(), |c| $crate::lock_state::force_release(c.0, &resource.0))
+            }
         }
     };
 }

@@ -129,6 +129,8 @@ pub(crate) mod messages {
         "Expiration of the \"{resource}\" lock put off {count} times in the background.";
     pub const BACKGROUND_REFRESH_FAILED: &str =
         "Failed {count} times to put off the expiration of the \"{resource}\" lock in the background.";
+    pub const FORCE_RELEASED: &str =
+        "The \"{resource}\" lock was released by force, whoever held it ({count} holders).";
     pub const LOST: &str =
         "The \"{resource}\" lock was lost: the background refresher found it expired or taken by someone else.";
 }

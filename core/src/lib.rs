@@ -68,8 +68,8 @@ pub use store::redis::scripts::LockScript;
 pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 pub use store::redis::{protocol::Signal, RedisStore};
 pub use store::{
-    wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender, FencingStore,
-    InspectingStore, Mode, PendingRelease, Store, WaitReport,
+    inspecting, wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender,
+    FencingStore, InspectingStore, Mode, PendingRelease, Store, WaitReport,
 };
 pub use threads::set_up_before_threads;
 pub use ttl::{shown as shown_secs, Ttl, DEFAULT_TTL_SECS};

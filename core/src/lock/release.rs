@@ -65,6 +65,37 @@ impl Lock {
         }
     }
 
+    /// An operator's release of the resource whoever holds it (this lock's own hold is released
+    /// first, as usual): the other holders find the lock gone at their next call. Logged as a
+    /// warning, counted in metrics (`force_released`). The number of other holders it had.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the store cannot do it (a store written in PHP); the
+    /// store's error when it fails.
+    pub fn force_release(&mut self, sink: &mut dyn EventSink) -> Result<usize> {
+        if self.holds() {
+            // A failure here leaves the hold to the forced release below.
+            let _ = self.release(sink);
+        }
+        let store = Rc::clone(self.store());
+        let resource = self.key.lock().resource().to_vec();
+        let count = crate::store::inspecting(store.as_ref())?.force_release(&resource)?;
+        sink.emit(
+            Event::new(Level::Warning, messages::FORCE_RELEASED)
+                .counted(u64::try_from(count).unwrap_or(u64::MAX)),
+        );
+        Ok(count)
+    }
+
+    /// Who holds this lock's resource and who waits, as its store tells.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the store cannot tell; the store's error when it fails.
+    pub fn inspect(&self) -> Result<crate::holder::LockState> {
+        let resource = self.key.lock().resource().to_vec();
+        crate::store::inspecting(self.store().as_ref())?.inspect(&resource)
+    }
+
     fn end_hold(&mut self) {
         if let Some(since) = self.held_since.take() {
             metrics::count(Counter::Released, 1);

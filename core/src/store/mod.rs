@@ -214,6 +214,22 @@ pub trait FencingStore {
     fn draw_fencing_token(&self, key: &mut Key) -> Result<Option<u64>>;
 }
 
+/// What `store` offers an operator, or why it cannot.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a store that keeps no records an operator can read or clear (a
+/// store written in PHP).
+pub fn inspecting(store: &dyn Store) -> Result<&dyn InspectingStore> {
+    store.capabilities().inspecting.ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "{} cannot tell who holds a lock or release it for an operator: a store written in \
+             PHP keeps its own records. Inspect its storage directly, or use a FlockStore, \
+             RedisStore, InMemoryStore or a CombinedStore of those.",
+            store.name()
+        ))
+    })
+}
+
 /// Waits for `store`'s lock: natively where the store can, else by polling.
 ///
 /// # Errors

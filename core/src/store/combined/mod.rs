@@ -19,6 +19,8 @@ use std::sync::Arc;
 pub use parallel::Member;
 pub use strategy::Strategy;
 
+use crate::holder::LockState;
+use crate::store::InspectingStore;
 use crate::store::{expired_on_refresh, expired_on_save, Capabilities, ExpiringStore, Extender};
 use crate::store::{Mode, Store};
 use crate::{Error, Key, Result, Ttl};
@@ -233,8 +235,13 @@ impl Store for CombinedStore {
             .members
             .iter()
             .any(|m| m.store().capabilities().expiring.is_some());
+        let inspects = self
+            .members
+            .iter()
+            .all(|m| m.store().capabilities().inspecting.is_some());
         Capabilities {
             expiring: expires.then_some(self as &dyn ExpiringStore),
+            inspecting: inspects.then_some(self as &dyn InspectingStore),
             ..Capabilities::default()
         }
     }
@@ -263,4 +270,73 @@ impl ExpiringStore for CombinedStore {
             .iter()
             .find_map(|m| m.store().capabilities().expiring?.take_warning())
     }
+}
+
+/// An operator's view over the members, one after another (no quorum to reach quickly): a holder
+/// or waiter is listed once however many members it holds or waits on; a forced release goes to
+/// every member, even past a failing one, whose error is then the answer.
+impl InspectingStore for CombinedStore {
+    fn inspect(&self, resource: &[u8]) -> Result<LockState> {
+        let mut state = LockState::default();
+        for member in &self.members {
+            let Some(inspecting) = member.store().capabilities().inspecting else {
+                continue;
+            };
+            let found = inspecting.inspect(resource)?;
+            for holder in found.holders {
+                if !state.holders.iter().any(|h| {
+                    same_one(
+                        &h.token_digest,
+                        &h.origin,
+                        &holder.token_digest,
+                        &holder.origin,
+                    )
+                }) {
+                    state.holders.push(holder);
+                }
+            }
+            for waiter in found.waiters {
+                if !state.waiters.iter().any(|w| {
+                    same_one(
+                        &w.token_digest,
+                        &w.origin,
+                        &waiter.token_digest,
+                        &waiter.origin,
+                    )
+                }) {
+                    state.waiters.push(waiter);
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    fn force_release(&self, resource: &[u8]) -> Result<usize> {
+        let mut most = 0;
+        let mut failure = None;
+        for member in &self.members {
+            let Some(inspecting) = member.store().capabilities().inspecting else {
+                continue;
+            };
+            match inspecting.force_release(resource) {
+                Ok(count) => most = most.max(count),
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        failure.map_or(Ok(most), Err)
+    }
+}
+
+/// One holder seen on two members: the same token (by digest), or, where a store shows no token
+/// (flock), the same process.
+fn same_one(
+    digest: &str,
+    origin: &crate::holder::Origin,
+    other_digest: &str,
+    other: &crate::holder::Origin,
+) -> bool {
+    if digest.is_empty() || other_digest.is_empty() {
+        return origin.pid.is_some() && origin == other;
+    }
+    digest == other_digest
 }
