@@ -42,6 +42,15 @@ final class Key
     }
 
     /**
+     * The short one-way digest of this Key's owner token, under which inspect() and the `deadbolt` command show
+     * its locks (Holder::isOwnedBy()); null before the Key was ever used to lock.
+     */
+    public function getTokenDigest(): ?string
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
      * Seconds left before the key expires; null when it has no expiry.
      */
     public function getRemainingLifetime(): ?float

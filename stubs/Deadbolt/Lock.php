@@ -160,6 +160,53 @@ final class Lock implements DeadlineLockInterface, FencedLockInterface
     }
 
     /**
+     * Runs $work under the lock and returns its value: takes the lock (waiting up to $wait seconds; null: one
+     * attempt), calls $work($this), and releases it in every case (also when $work throws, which then goes on).
+     *
+     * ```php
+     * $report = $factory->createLock('myapp:prod:daily-report', 3600)->run(fn () => build_report(), wait: 2.0);
+     * ```
+     *
+     * @template T
+     * @param callable(Lock): T $work
+     * @return T
+     * @throws Exception\LockConflictedException when the lock could not be had (the work did not run)
+     */
+    public function run(callable $work, ?float $wait = null): mixed
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Releases the resource whoever holds it (an operator's action: logged as a warning, counted in metrics); this
+     * Lock's own hold is released first. See the stores' forceRelease().
+     *
+     * @return int how many other holders it had
+     */
+    public function forceRelease(): int
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Who holds this lock's resource and who waits, as its store tells.
+     */
+    public function inspect(): LockState
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * A label for the records this lock leaves in its store (a job or request id), shown by inspect() and the
+     * `deadbolt` command. Default: DEADBOLT_LABEL, else systemd's INVOCATION_ID, from the environment. At most 128
+     * bytes, no control characters (else InvalidArgumentException). Set it before acquiring.
+     */
+    public function setLabel(string $label): void
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
      * Whether the lock's TTL has elapsed; always false on FlockStore and InMemoryStore unless the Key's own lifetime
      * was reduced.
      */

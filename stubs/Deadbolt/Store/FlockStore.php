@@ -109,6 +109,28 @@ final class FlockStore implements BlockingStoreInterface, BlockingSharedLockStor
     }
 
     /**
+     * Who holds $resource and who waits for it, for an operator. Throws InvalidArgumentException for a store that
+     * cannot tell (a CombinedStore over a store written in PHP).
+     */
+    public function inspect(string $resource): \Deadbolt\LockState
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
+     * Releases $resource whoever holds it: an operator's action, counted in metrics (force_released). Its holders find
+     * the lock gone at their next call (an auto-refreshed Lock: isLost(), then LockExpiredException); fencing tokens
+     * keep growing; the longest waiter gets it (Redis). flock: the lock file is removed (a symfony/lock holder is not
+     * told).
+     *
+     * @return int how many holders it had
+     */
+    public function forceRelease(string $resource): int
+    {
+        throw new \Error('The deadbolt extension is not loaded.');
+    }
+
+    /**
      * The code var_export() writes calls this, and it cannot rebuild a FlockStore: the object's state lives in the
      * extension, not in its properties. Construct it again, or with {@see StoreFactory::createStore()}.
      *
