@@ -16,7 +16,11 @@
  *   REPORT_WORK_MS    duration of the simulated report in milliseconds (default 1500)
  *
  * Output: exactly one JSON line on stdout, for example
- *   {"event":"report.lock","key_hash":"…","outcome":"acquired","wait_ms":0.1,"hold_ms":1503.2,"job_id":"…","pid":123}
+ *   {"event":"report.lock","key_hash":"…","outcome":"acquired","wait_ms":0.1,"hold_ms":1503.2,"job_id":"…",
+ *    "label":"…","pid":123}
+ * label: the caller label the lock records in the store (systemd's INVOCATION_ID under the timer, else the job id):
+ * `deadbolt status` and `$store->inspect()` show it, so whoever finds the job skipped sees which run holds it. On
+ * skipped the line also carries "held_by": the holder's host, pid, label and since (Unix seconds) where known.
  * outcome: acquired (the report ran), skipped (someone else holds the lock), lost (ownership was lost mid-run:
  * the remaining side effects were not performed), error (the store or the job failed). On lost and error the line
  * also carries "exception" (the class name only: messages name the key) and a diagnostic follows on stderr.
@@ -52,6 +56,28 @@ const EXIT_LOST = 3;
 /** Raised by the job when it must stop before its next side effect. */
 final class OwnershipLost extends RuntimeException
 {
+}
+
+/**
+ * Who holds the lock we were refused, for the skipped line: host, pid, label and since, as the store recorded them
+ * (null when it cannot tell, or when the holder let go in the meantime).
+ *
+ * @return array{host: ?string, pid: ?int, label: ?string, since: ?float}|null
+ */
+function heldBy(Lock $lock): ?array
+{
+    try {
+        $holder = $lock->inspect()->getHolders()[0] ?? null;
+    } catch (\Deadbolt\Exception\ExceptionInterface) {
+        return null;
+    }
+
+    return $holder === null ? null : [
+        'host' => $holder->getHost(),
+        'pid' => $holder->getPid(),
+        'label' => $holder->getLabel(),
+        'since' => $holder->getAcquiredAt(),
+    ];
 }
 
 /** Milliseconds since $since (an hrtime(true) reading), rounded for the log. */
@@ -112,8 +138,11 @@ $record = [
     'wait_ms' => 0.0,
     'hold_ms' => 0.0,
     'job_id' => bin2hex(random_bytes(8)),
+    'label' => '',
     'pid' => getmypid(),
 ];
+// The caller label the lock records: systemd's id of this run of the unit, else this job's id.
+$record['label'] = (string) (getenv('INVOCATION_ID') ?: $record['job_id']);
 $exitCode = EXIT_ERROR;
 $failure = null;
 
@@ -125,6 +154,7 @@ try {
     $ttl = max(MIN_TTL_S, $workMs / 1000 / WORK_UNITS * UNIT_TTL_FACTOR + TTL_PAUSE_MARGIN_S);
 
     $lock = (new LockFactory(Stores::fromEnvironment()))->createLock($key, $ttl);
+    $lock->setLabel($record['label']);
 
     $waitFrom = hrtime(true);
     try {
@@ -136,6 +166,7 @@ try {
 
     if (!$acquired) {
         $record['outcome'] = 'skipped';
+        $record['held_by'] = heldBy($lock);
         $exitCode = EXIT_OK;
     } else {
         $heldFrom = hrtime(true);

@@ -45,6 +45,29 @@ final class ReportJobTest extends DeadboltTestCase
         $this->assertRun($this->runReport($env + ['REPORT_WORK_MS' => '10']), 'acquired');
     }
 
+    public function testASkippedRunSaysWhoHoldsTheLock(): void
+    {
+        $port = self::suiteRedisPort();
+        $holder = (new \Deadbolt\LockFactory(new \Deadbolt\Store\RedisStore('redis://127.0.0.1:' . $port)))
+            ->createLock($this->key, 60.0);
+        $holder->setLabel('manual run by ops');
+        self::assertTrue($holder->acquire());
+
+        $record = $this->assertRun($this->runReport(['LOCK_REDIS_URL' => 'redis://127.0.0.1:' . $port]), 'skipped');
+        self::assertSame('manual run by ops', $record['held_by']['label']);
+        self::assertSame(getmypid(), $record['held_by']['pid']);
+        self::assertSame(gethostname(), $record['held_by']['host']);
+        self::assertIsFloat($record['held_by']['since']);
+        $holder->release();
+
+        $dir = $this->tempDir();
+        $flock = (new \Deadbolt\LockFactory(new \Deadbolt\Store\FlockStore($dir)))->createLock($this->key);
+        self::assertTrue($flock->acquire());
+        $record = $this->assertRun($this->runReport(['LOCK_DIR' => $dir]), 'skipped');
+        self::assertSame(getmypid(), $record['held_by']['pid'], 'flock: the kernel names the holder');
+        $flock->release();
+    }
+
     public function testTwoRunsAtOnceOnRedis(): void
     {
         $port = self::suiteRedisPort();
@@ -365,6 +388,7 @@ final class ReportJobTest extends DeadboltTestCase
         self::assertSame(substr(hash('sha256', $this->key), 0, 16), $record['key_hash']);
         self::assertMatchesRegularExpression('/\A[0-9a-f]{16}\z/', $record['job_id']);
         self::assertIsInt($record['pid']);
+        self::assertSame($record['job_id'], $record['label'], 'the caller label: the job id outside systemd');
         self::assertIsFloat($record['wait_ms']);
         self::assertIsFloat($record['hold_ms']);
         if ($outcome === 'error') {
