@@ -183,6 +183,30 @@ final class OperatingLocksTest extends DeadboltTestCase
         $this->assertFalse($ran);
     }
 
+    /** Laravel's restoreLock($name, $owner)->release(): through the serialized Key, token-checked. */
+    public function testAnotherProcessReleasesByTheSerializedKeyOnlyWithItsToken(): void
+    {
+        $resource = uniqid('handed:', true);
+        $result = PhpProcess::run(<<<'PHP'
+            $key = new Deadbolt\Key($vars['resource']);
+            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))->createLockFromKey($key, 60.0, false);
+            $lock->acquire() || exit(3);
+            echo serialize($key);
+            PHP, ['resource' => $resource, 'dsn' => SharedRedis::dsn()]);
+        $this->assertSame(0, $result['exit'], $result['stderr']);
+        $factory = new LockFactory(new RedisStore(SharedRedis::dsn()));
+        $store = new RedisStore(SharedRedis::dsn());
+
+        $stranger = $factory->createLockFromKey(new \Deadbolt\Key($resource));
+        $stranger->release();
+        $this->assertTrue($store->inspect($resource)->isHeld(), 'a Key without the token releases nothing');
+
+        $restored = unserialize($result['stdout']);
+        $this->assertTrue($store->inspect($resource)->getHolders()[0]->isOwnedBy($restored));
+        $factory->createLockFromKey($restored)->release();
+        $this->assertFalse($store->inspect($resource)->isHeld());
+    }
+
     public function testALabelMustBeOneLineOfBoundedText(): void
     {
         $lock = (new LockFactory(new InMemoryStore()))->createLock('labelled');
