@@ -18,6 +18,7 @@
  *   (f) Deadbolt RedisStore over the same \Redis object as (a), (b), (c)
  *   (g) Deadbolt RedisStore over the same Predis client as (d)
  *   (h) (e) with release=deferred: release() sends its script and reads the reply before the next command
+ *   (n) (e) with records=off: no holder record beside the lock (what the records cost)
  *   (u) Deadbolt RedisStore by unix socket DSN (redis:///path/to/redis.sock), the same three calls as (e)
  *   (x) (u) with release=deferred
  *   (v) (a) over the server's unix socket, the floor to read (u) against; (w) (r) over the unix socket

@@ -155,6 +155,12 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
             new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($dsn . '?release=deferred')),
             'h',
         );
+        // The holder records (docs/API-CONTRACT.md, "Operating locks") cost three commands a cycle: their price.
+        $labels['n'] = '(n) Deadbolt, records=off';
+        $variants['n'] = $factoryCycle(
+            new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($dsn . '?records=off')),
+            'n',
+        );
         if ($phpredis !== null) {
             $labels['f'] = '(f) Deadbolt + phpredis';
             $variants['f'] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\RedisStore($phpredis)), 'f');

@@ -173,3 +173,28 @@ fn a_waiter_is_listed_and_gets_the_lock_an_operator_frees() {
         "the record moved with the hand-over"
     );
 }
+
+#[test]
+fn records_off_leaves_no_record_and_the_lock_is_still_shown() {
+    let redis = RedisServer::start();
+    let quiet = RedisStore::connect(
+        &format!("{}?records=off", redis.url()),
+        Ttl::from_secs(30.0).unwrap(),
+    )
+    .unwrap();
+    let resource = unique("quiet");
+    let mut key = Key::new(resource.clone());
+    quiet.save(&mut key, Mode::Exclusive, ttl(30.0)).unwrap();
+    let state = store_for(&redis).inspect(resource.as_bytes()).unwrap();
+    assert_eq!(state.holders.len(), 1);
+    assert_eq!(state.holders[0].origin.pid, None);
+    assert!(state.holders[0].expires_at.is_some());
+    let mut con = redis.client();
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{resource}#*"))
+        .query(&mut con)
+        .unwrap();
+    assert!(left.is_empty(), "no companion key: {left:?}");
+    quiet.delete(&mut key).unwrap();
+    assert!(!quiet.exists(&key).unwrap());
+}

@@ -86,12 +86,14 @@ impl ScriptCall {
         Self::new(&PUT_OFF, keys, args)
     }
 
-    /// Release the lock (handing it over to the longest waiter).
-    pub fn release(holder: Holder<'_>) -> Self {
+    /// Release the lock (handing it over to the longest waiter); `recorded`: whether the lock left
+    /// a holder record (`records=off` leaves none, and saves its removal too).
+    pub fn release(holder: Holder<'_>, recorded: bool) -> Self {
+        let recorded = if recorded { b"1".to_vec() } else { Vec::new() };
         Self::new(
             &DELETE,
             release_keys(holder.resource),
-            vec![holder.token.into()],
+            vec![holder.token.into(), recorded],
         )
     }
 
@@ -199,7 +201,7 @@ mod tests {
             ScriptCall::take(Mode::Exclusive, HOLDER, ttl, "1\th\t", Some(turn)),
             ScriptCall::take(Mode::Shared, HOLDER, ttl, "1\th\t", Some(turn)),
             ScriptCall::extend(HOLDER, ttl),
-            ScriptCall::release(HOLDER),
+            ScriptCall::release(HOLDER, true),
             ScriptCall::check(HOLDER),
             ScriptCall::draw_fencing_token(HOLDER),
             ScriptCall::accept_hand_over(HOLDER),

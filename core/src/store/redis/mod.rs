@@ -90,6 +90,15 @@ impl<T: Transport> RedisStore<T> {
         })
     }
 
+    /// The record `key`'s lock leaves (`holder::record`), or none with `records=off`.
+    fn record_of(&self, key: &Key) -> String {
+        if self.transport.records() {
+            key.holder_record()
+        } else {
+            String::new()
+        }
+    }
+
     /// Refuses a resource whose name this store cannot lock.
     fn check_lockable(&self, resource: &[u8]) -> Result<()> {
         if keys::reserved(resource) {
@@ -123,7 +132,9 @@ impl<T: Transport> RedisStore<T> {
     /// Here, where every script's failure passes, so that no caller has to remember it.
     fn unacknowledged(&self, key: &Key, e: RunError) -> Error {
         crate::metrics::count(crate::metrics::Counter::Unacknowledged, 1);
-        let released = match self.run(key, ScriptCall::release) {
+        let released = match self.run(key, |holder| {
+            ScriptCall::release(holder, self.transport.records())
+        }) {
             Ok(_) => "it was released",
             Err(_) => "releasing it failed too: it expires with its TTL",
         };
@@ -228,7 +239,7 @@ impl<T: Transport> Store for RedisStore<T> {
         if key.is_expired() {
             return Err(expired_on_save(self, key));
         }
-        let record = key.holder_record();
+        let record = self.record_of(key);
         let reply = self.run(key, |holder| {
             ScriptCall::take(mode, holder, ttl, &record, None)
         })?;
@@ -255,7 +266,10 @@ impl<T: Transport> Store for RedisStore<T> {
         if key.drawn_token().is_none() {
             return Ok(());
         }
-        self.run(key, ScriptCall::release).map(|_| ())
+        self.run(key, |holder| {
+            ScriptCall::release(holder, self.transport.records())
+        })
+        .map(|_| ())
     }
 
     fn exists(&self, key: &Key) -> Result<bool> {
@@ -281,7 +295,7 @@ impl<T: Transport> DeferringStore for RedisStore<T> {
         if key.drawn_token().is_none() {
             return Ok(PendingRelease::done());
         }
-        let call = ScriptCall::release(self.holder(key)?);
+        let call = ScriptCall::release(self.holder(key)?, self.transport.records());
         self.transport.send(&call).map_err(|e| self.error(key, e))
     }
 

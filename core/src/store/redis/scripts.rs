@@ -41,7 +41,7 @@ pub const EXTEND: Layout = Layout {
 /// DELETE: release, and hand the lock over to the longest waiter.
 pub const RELEASE: Layout = Layout {
     keys: &["key", "QUEUE", "WAITERS", "HANDOVERS", "HOLDERS"],
-    args: &["token"],
+    args: &["token", "RECORDED"],
 };
 /// INSPECT: the holders and the waiters, for an operator.
 pub const READ_STATE: Layout = Layout {

@@ -144,6 +144,11 @@ pub trait Transport {
         false
     }
 
+    /// Whether locks leave a holder record beside them (`records=off` on a DSN: not).
+    fn records(&self) -> bool {
+        true
+    }
+
     /// Whether a lock this transport writes counts only once replicas acknowledged it (`replicas`
     /// on a DSN): a script that writes a lock then fails with [`RunErrorKind::NotAcknowledged`]
     /// when too few did.

@@ -225,7 +225,7 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
     ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
         let mut waiting = Waiting {
-            waiter: Waiter::new(self.holder(key)?, key.holder_record()),
+            waiter: Waiter::new(self.holder(key)?, self.record_of(key)),
             deadline,
             hint: None,
             answered: false,

@@ -29,6 +29,8 @@ struct Query {
     db: Option<i64>,
     ca_file: Option<PathBuf>,
     deferred_release: bool,
+    /// `records=off`: locks leave no holder record (`holder.rs`).
+    no_records: bool,
     replicas: Option<Wanted>,
     replicas_timeout: Option<Duration>,
     /// Read from the variable `password_env` names.
@@ -115,6 +117,7 @@ impl Query {
             "db" => self.db = Some(database(value)?),
             "ca_file" => self.ca_file = Some(PathBuf::from(value)),
             "release" => self.deferred_release = release_is_deferred(value)?,
+            "records" => self.no_records = records_off(value)?,
             "replicas" => self.replicas = Some(Wanted::parse(value).map_err(bad)?),
             "replicas_timeout" => self.replicas_timeout = Some(seconds(name, value)?),
             // Two sources for one secret: whichever won, the other would be silently ignored.
@@ -215,8 +218,20 @@ fn store_options(query: &Query) -> Result<StoreOptions> {
     };
     Ok(StoreOptions {
         deferred_release: query.deferred_release,
+        no_records: query.no_records,
         replicas,
     })
+}
+
+fn records_off(value: &str) -> Result<bool> {
+    match value {
+        "on" => Ok(false),
+        "off" => Ok(true),
+        other => Err(bad(format!(
+            "records must be \"on\" or \"off\", not \"{}\"",
+            cut(other)
+        ))),
+    }
 }
 
 fn release_is_deferred(value: &str) -> Result<bool> {

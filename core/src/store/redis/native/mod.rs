@@ -335,6 +335,10 @@ impl Transport for NativeTransport {
         self.dsn.store.deferred_release
     }
 
+    fn records(&self) -> bool {
+        !self.dsn.store.no_records
+    }
+
     fn acknowledges(&self) -> bool {
         self.dsn.store.replicas.is_some()
     }

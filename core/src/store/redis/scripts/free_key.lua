@@ -4,7 +4,7 @@
 -- header. EXCLUSIVE comes from the script that starts with this (save.lua or save_read.lua).
 -- Anything else goes on to the helpers; `first_look` (the key's type) saves them a second TYPE.
 -- The holder's record (HOLDERS: token -> "acquired-ms TAB pid TAB host TAB label") lives exactly as
--- long as the lock key.
+-- long as the lock key; an empty RECORD (`records=off`) leaves none.
 local first_look = redis.call("TYPE", key).ok
 if first_look == "none" and WAIT ~= WAITING then
     local clock = redis.call("TIME")
@@ -16,7 +16,9 @@ if first_look == "none" and WAIT ~= WAITING then
         redis.call("ZADD", key, expiry, token)
     end
     redis.call("PEXPIREAT", key, expiry)
-    redis.call("HSET", HOLDERS, token, now .. "\t" .. RECORD)
-    redis.call("PEXPIREAT", HOLDERS, expiry)
+    if RECORD ~= "" then
+        redis.call("HSET", HOLDERS, token, now .. "\t" .. RECORD)
+        redis.call("PEXPIREAT", HOLDERS, expiry)
+    end
     return TAKEN
 end

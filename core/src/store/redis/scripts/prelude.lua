@@ -37,7 +37,9 @@ end
 -- The record of `holder`, who took the lock at `now`: what it told of itself (RECORD, or what it
 -- left in WAITERS while it waited), behind the time.
 local function record_holder(holder, now, record)
-    redis.call("HSET", HOLDERS, holder, now .. "\t" .. (record or ""))
+    if record ~= "" then
+        redis.call("HSET", HOLDERS, holder, now .. "\t" .. (record or ""))
+    end
 end
 
 -- Records of holders no longer in the lock (expired, taken back) go; run when members were dropped.
