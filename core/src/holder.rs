@@ -58,6 +58,11 @@ struct Process {
 
 static PROCESS: PerProcess<Process> = PerProcess::new();
 
+/// Reads this process's host and label now (`crate::threads`: before PHP starts threads).
+pub(crate) fn set_up() {
+    this_process();
+}
+
 fn this_process() -> &'static Process {
     PROCESS.get_or_init(|| Process {
         host: host_name(),

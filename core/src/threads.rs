@@ -17,6 +17,7 @@ pub fn set_up_before_threads() {
     crate::metrics::set_up();
     crate::refresher::set_up();
     crate::token::set_up();
+    crate::holder::set_up();
     crate::store::set_up();
 }
 
