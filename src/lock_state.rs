@@ -22,15 +22,53 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
+/// Who a holder or waiter is: its token's digest, mode and origin.
+#[derive(Default, Clone)]
+struct Who {
+    digest: Option<String>,
+    write: bool,
+    origin: Origin,
+}
+
+impl Who {
+    fn new(digest: String, mode: Mode, origin: Origin) -> Self {
+        Who {
+            digest: (!digest.is_empty()).then_some(digest),
+            write: mode == Mode::Exclusive,
+            origin,
+        }
+    }
+
+    /// `['mode', 'tokenDigest', 'host', 'pid', 'label']`.
+    fn to_array(&self) -> PhpResult<ZBox<ZendHashTable>> {
+        let failed = |e: ext_php_rs::error::Error| invalid_argument(e.to_string());
+        let mut array = ZendHashTable::new();
+        array
+            .insert("mode", mode_name(write_mode(self.write)))
+            .map_err(failed)?;
+        array
+            .insert("tokenDigest", self.digest.clone())
+            .map_err(failed)?;
+        array
+            .insert("host", self.origin.host.clone())
+            .map_err(failed)?;
+        array
+            .insert("pid", self.origin.pid.map(i64::from))
+            .map_err(failed)?;
+        array
+            .insert("label", self.origin.label.clone())
+            .map_err(failed)?;
+        Ok(array)
+    }
+}
+
 /// One holder of a resource.
 #[php_class]
 #[php(name = "Deadbolt\\Holder")]
 #[php(flags = ClassFlags::Final)]
 #[derive(Default)]
 pub struct PhpHolder {
-    digest: Option<String>,
-    write: bool,
-    origin: Origin,
+    who: Who,
     acquired_at: Option<f64>,
     expires_at: Option<f64>,
 }
@@ -41,9 +79,7 @@ pub struct PhpHolder {
 #[php(flags = ClassFlags::Final)]
 #[derive(Default)]
 pub struct PhpWaiter {
-    digest: Option<String>,
-    write: bool,
-    origin: Origin,
+    who: Who,
     since: Option<f64>,
 }
 
@@ -60,16 +96,13 @@ pub struct PhpLockState {
 
 impl PhpLockState {
     pub fn new(resource: &[u8], state: LockState) -> Self {
-        let digest = |d: String| (!d.is_empty()).then_some(d);
         PhpLockState {
             resource: resource.to_vec(),
             holders: state
                 .holders
                 .into_iter()
                 .map(|h| PhpHolder {
-                    digest: digest(h.token_digest),
-                    write: h.mode == Mode::Exclusive,
-                    origin: h.origin,
+                    who: Who::new(h.token_digest, h.mode, h.origin),
                     acquired_at: h.acquired_at.map(unix_secs),
                     expires_at: h.expires_at.map(unix_secs),
                 })
@@ -78,38 +111,12 @@ impl PhpLockState {
                 .waiters
                 .into_iter()
                 .map(|w| PhpWaiter {
-                    digest: digest(w.token_digest),
-                    write: w.mode == Mode::Exclusive,
-                    origin: w.origin,
+                    who: Who::new(w.token_digest, w.mode, w.origin),
                     since: w.since.map(unix_secs),
                 })
                 .collect(),
         }
     }
-}
-
-/// The fields both holders and waiters have, into `array`.
-fn origin_fields(
-    array: &mut ZendHashTable,
-    digest: Option<&String>,
-    write: bool,
-    origin: &Origin,
-) -> PhpResult<()> {
-    let failed = |e: ext_php_rs::error::Error| invalid_argument(e.to_string());
-    array
-        .insert("mode", mode_name(write_mode(write)))
-        .map_err(failed)?;
-    array
-        .insert("tokenDigest", digest.cloned())
-        .map_err(failed)?;
-    array.insert("host", origin.host.clone()).map_err(failed)?;
-    array
-        .insert("pid", origin.pid.map(i64::from))
-        .map_err(failed)?;
-    array
-        .insert("label", origin.label.clone())
-        .map_err(failed)?;
-    Ok(())
 }
 
 fn write_mode(write: bool) -> Mode {
@@ -129,33 +136,49 @@ fn owned_by(digest: Option<&String>, key: &PhpKey) -> PhpResult<bool> {
     })
 }
 
-#[php_impl]
-impl PhpHolder {
-    /// "write" (exclusive) or "read" (shared).
-    pub fn get_mode(&self) -> &'static str {
-        mode_name(write_mode(self.write))
-    }
+/// The PHP methods of a holder or waiter class: the getters of who it is (mode, digest, host,
+/// pid, label, `isOwnedBy()`), then the class's own. ext-php-rs takes one `#[php_impl]` block per
+/// class, so the shared getters are stamped here rather than written twice.
+macro_rules! who_class_methods {
+    ($class:ident { $($own:tt)* }) => {
+        #[php_impl]
+        impl $class {
+            /// "write" (exclusive) or "read" (shared).
+            pub fn get_mode(&self) -> &'static str {
+                mode_name(write_mode(self.who.write))
+            }
 
-    /// A short one-way digest of the holder's token (`Key::getTokenDigest()`), or null where the
-    /// store shows none (flock: the kernel knows processes, not tokens).
-    pub fn get_token_digest(&self) -> Option<String> {
-        self.digest.clone()
-    }
+            /// A short one-way digest of the token (`Key::getTokenDigest()`), or null where the
+            /// store shows none (flock: the kernel knows processes, not tokens).
+            pub fn get_token_digest(&self) -> Option<String> {
+                self.who.digest.clone()
+            }
 
-    /// The holder's host name, or null when it left no record (symfony/lock, an older Deadbolt).
-    pub fn get_host(&self) -> Option<String> {
-        self.origin.host.clone()
-    }
+            /// The host name, or null when no record was left (symfony/lock, an older Deadbolt).
+            pub fn get_host(&self) -> Option<String> {
+                self.who.origin.host.clone()
+            }
 
-    pub fn get_pid(&self) -> Option<i64> {
-        self.origin.pid.map(i64::from)
-    }
+            pub fn get_pid(&self) -> Option<i64> {
+                self.who.origin.pid.map(i64::from)
+            }
 
-    /// The caller label (`Lock::setLabel()`, `DEADBOLT_LABEL`, systemd's `INVOCATION_ID`).
-    pub fn get_label(&self) -> Option<String> {
-        self.origin.label.clone()
-    }
+            /// The caller label (`Lock::setLabel()`, `DEADBOLT_LABEL`, systemd's `INVOCATION_ID`).
+            pub fn get_label(&self) -> Option<String> {
+                self.who.origin.label.clone()
+            }
 
+            /// Whether this is `$key` (its token's digest matches).
+            pub fn is_owned_by(&self, key: &PhpKey) -> PhpResult<bool> {
+                owned_by(self.who.digest.as_ref(), key)
+            }
+
+            $($own)*
+        }
+    };
+}
+
+who_class_methods!(PhpHolder {
     /// When it took the lock (Unix seconds), where the store records it.
     pub fn get_acquired_at(&self) -> Option<f64> {
         self.acquired_at
@@ -166,66 +189,31 @@ impl PhpHolder {
         self.expires_at
     }
 
-    /// Whether this holder is `$key` (its token's digest matches).
-    pub fn is_owned_by(&self, key: &PhpKey) -> PhpResult<bool> {
-        owned_by(self.digest.as_ref(), key)
-    }
-
     /// `['mode', 'tokenDigest', 'host', 'pid', 'label', 'acquiredAt', 'expiresAt']`.
     pub fn to_array(&self) -> PhpResult<ZBox<ZendHashTable>> {
-        let mut array = ZendHashTable::new();
-        origin_fields(&mut array, self.digest.as_ref(), self.write, &self.origin)?;
         let failed = |e: ext_php_rs::error::Error| invalid_argument(e.to_string());
-        array
-            .insert("acquiredAt", self.acquired_at)
-            .map_err(failed)?;
+        let mut array = self.who.to_array()?;
+        array.insert("acquiredAt", self.acquired_at).map_err(failed)?;
         array.insert("expiresAt", self.expires_at).map_err(failed)?;
         Ok(array)
     }
-}
+});
 
-#[php_impl]
-impl PhpWaiter {
-    /// "write" (exclusive) or "read" (shared): what it waits for.
-    pub fn get_mode(&self) -> &'static str {
-        mode_name(write_mode(self.write))
-    }
-
-    pub fn get_token_digest(&self) -> Option<String> {
-        self.digest.clone()
-    }
-
-    pub fn get_host(&self) -> Option<String> {
-        self.origin.host.clone()
-    }
-
-    pub fn get_pid(&self) -> Option<i64> {
-        self.origin.pid.map(i64::from)
-    }
-
-    pub fn get_label(&self) -> Option<String> {
-        self.origin.label.clone()
-    }
-
+who_class_methods!(PhpWaiter {
     /// Since when it waits (Unix seconds), where the store records it.
     pub fn get_waiting_since(&self) -> Option<f64> {
         self.since
     }
 
-    pub fn is_owned_by(&self, key: &PhpKey) -> PhpResult<bool> {
-        owned_by(self.digest.as_ref(), key)
-    }
-
     /// `['mode', 'tokenDigest', 'host', 'pid', 'label', 'waitingSince']`.
     pub fn to_array(&self) -> PhpResult<ZBox<ZendHashTable>> {
-        let mut array = ZendHashTable::new();
-        origin_fields(&mut array, self.digest.as_ref(), self.write, &self.origin)?;
+        let mut array = self.who.to_array()?;
         array
             .insert("waitingSince", self.since)
             .map_err(|e| invalid_argument(e.to_string()))?;
         Ok(array)
     }
-}
+});
 
 #[php_impl]
 impl PhpLockState {
@@ -245,9 +233,7 @@ impl PhpLockState {
             .iter()
             .map(|h| {
                 ZendClassObject::new(PhpHolder {
-                    digest: h.digest.clone(),
-                    write: h.write,
-                    origin: h.origin.clone(),
+                    who: h.who.clone(),
                     acquired_at: h.acquired_at,
                     expires_at: h.expires_at,
                 })
@@ -263,9 +249,7 @@ impl PhpLockState {
             .iter()
             .map(|w| {
                 ZendClassObject::new(PhpWaiter {
-                    digest: w.digest.clone(),
-                    write: w.write,
-                    origin: w.origin.clone(),
+                    who: w.who.clone(),
                     since: w.since,
                 })
             })
