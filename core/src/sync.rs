@@ -4,9 +4,11 @@
 //! std's locks wait on futexes, which helgrind and DRD do not see: every access under a std mutex looks to them
 //! like a race, and their reports on PHP threads would drown a real one. Built with the `helgrind` feature (the
 //! thread suite's checked build), each lock and unlock is announced to valgrind as a reader-writer lock taken for
-//! writing (`ANNOTATE_RWLOCK_ACQUIRED` / `RELEASED`, which both tools understand), and so is each operation on an
-//! atomic (a critical section of one instruction, which is what an atomic is); in every other build the
-//! announcements are empty functions and the types are std's.
+//! writing (`ANNOTATE_RWLOCK_ACQUIRED` / `RELEASED`, which both tools understand), and each operation on an
+//! atomic as a synchronisation edge (`ANNOTATE_HAPPENS_AFTER` before it, `ANNOTATE_HAPPENS_BEFORE` after it: every
+//! operation on one atomic is ordered after the ones before it, as seq-cst atomics are; a lock announced around
+//! an atomic was not one, and helgrind saw it "granted while held" when two threads counted at once); in every
+//! other build the announcements are empty functions and the types are std's.
 //!
 //! No poisoning: every value behind these locks is changed by single steps that leave it usable, so a panic in
 //! another thread while it held one leaves nothing half-done to refuse.
@@ -149,9 +151,9 @@ macro_rules! checked_atomic {
             }
 
             fn step<R>(&self, op: impl FnOnce(&std::sync::atomic::$name) -> R) -> R {
-                checker::acquired(self);
+                checker::before_atomic(self);
                 let result = op(&self.0);
-                checker::released(self);
+                checker::after_atomic(self);
                 result
             }
 
@@ -210,9 +212,9 @@ impl<T> AtomicPtr<T> {
     }
 
     fn step<R>(&self, op: impl FnOnce(&std::sync::atomic::AtomicPtr<T>) -> R) -> R {
-        checker::acquired(self);
+        checker::before_atomic(self);
         let result = op(&self.0);
-        checker::released(self);
+        checker::after_atomic(self);
         result
     }
 
@@ -274,6 +276,34 @@ mod checker {
         }
     }
 
+    /// An atomic operation is about to run: what threads published through this atomic before
+    /// happened before it. Not a lock: two threads may be between these two calls at once (a
+    /// lock announced around an atomic was, now and then, "granted while held").
+    #[inline]
+    pub fn before_atomic<T: ?Sized>(atomic: &T) {
+        if UNDER_VALGRIND.load(Ordering::Relaxed) {
+            edge(std::ptr::from_ref(atomic).cast(), false);
+        }
+    }
+
+    /// An atomic operation ran: it happened before what the next one on this atomic does.
+    #[inline]
+    pub fn after_atomic<T: ?Sized>(atomic: &T) {
+        if UNDER_VALGRIND.load(Ordering::Relaxed) {
+            edge(std::ptr::from_ref(atomic).cast(), true);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn edge(atomic: *const std::ffi::c_void, before: bool) {
+        if before {
+            crabgrind::helgrind::annotate_happens_before(atomic);
+        } else {
+            crabgrind::helgrind::annotate_happens_after(atomic);
+        }
+    }
+
     /// Out of line: outside valgrind the lock paths keep only the flag's test.
     #[cold]
     #[inline(never)]
@@ -291,6 +321,8 @@ mod checker {
     pub fn set_up() {}
     pub fn acquired<T: ?Sized>(_: &T) {}
     pub fn released<T: ?Sized>(_: &T) {}
+    pub fn before_atomic<T: ?Sized>(_: &T) {}
+    pub fn after_atomic<T: ?Sized>(_: &T) {}
 }
 
 #[cfg(test)]
