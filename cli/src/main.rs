@@ -109,9 +109,8 @@ enum Command {
     List {
         /// The store: flock, flock:///DIR, a directory, or a Redis DSN
         store: String,
-        /// Only resources whose names begin with PREFIX
-        #[arg(default_value = "")]
-        prefix: String,
+        /// Only resources whose names begin with PREFIX (default: all)
+        prefix: Option<String>,
     },
     /// Release RESOURCE whoever holds it (needs --force)
     #[command(
@@ -201,7 +200,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         }
         Command::List { store, prefix } => {
             let store = OpenStore::open(store)?;
-            let listed = store.list(prefix.as_bytes())?;
+            let listed = store.list(prefix.as_deref().unwrap_or("").as_bytes())?;
             render::list(json, store.name(), store.lists_files(), &listed);
             Ok(held(!listed.is_empty()))
         }

@@ -13,7 +13,7 @@ use crate::Failure;
 /// The engine's store a STORE names.
 pub enum OpenStore {
     Flock(FlockStore),
-    Redis(RedisStore<NativeTransport>),
+    Redis(Box<RedisStore<NativeTransport>>),
 }
 
 impl OpenStore {
@@ -23,7 +23,7 @@ impl OpenStore {
         if text.starts_with("redis:") || text.starts_with("rediss:") {
             let ttl = Ttl::from_secs(DEFAULT_TTL_SECS).map_err(|e| Failure::engine(&e))?;
             let store = RedisStore::connect(text, ttl).map_err(|e| Failure::engine(&e))?;
-            return Ok(OpenStore::Redis(store));
+            return Ok(OpenStore::Redis(Box::new(store)));
         }
         let dir = if text == "flock" {
             std::env::temp_dir()
@@ -75,7 +75,7 @@ impl OpenStore {
     pub fn inspecting(&self) -> &dyn InspectingStore {
         match self {
             OpenStore::Flock(store) => store,
-            OpenStore::Redis(store) => store,
+            OpenStore::Redis(store) => store.as_ref(),
         }
     }
 
