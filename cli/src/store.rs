@@ -59,9 +59,15 @@ impl OpenStore {
                 code: crate::exit::FAILURE,
             });
         }
+        // The directory exists: what the store refuses now is the permission the application's user has.
         FlockStore::new(dir)
             .map(OpenStore::Flock)
-            .map_err(|e| Failure::engine(&e))
+            .map_err(|e| Failure {
+                message: format!(
+                    "{e} Run deadbolt as the user the application runs as, or as root."
+                ),
+                code: crate::exit::FAILURE,
+            })
     }
 
     /// The store's name for messages (never a password).
