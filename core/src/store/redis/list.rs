@@ -2,10 +2,11 @@
 //! begin with a prefix (SCAN with `TYPE zset`), Deadbolt's companion keys left out (they hold
 //! [`keys::MARK`]), each inspected; those with neither holder nor waiter are not listed. Another
 //! application's sorted sets under the same prefix show as resources without holders and are
-//! therefore left out too.
+//! therefore left out too. A Redis Cluster is scanned on every primary its slot map names.
 
 use super::keys;
 use super::native::NativeTransport;
+use super::transport::Transport;
 use super::RedisStore;
 use crate::holder::LockState;
 use crate::store::InspectingStore;
@@ -13,11 +14,10 @@ use crate::{Error, Result};
 
 impl RedisStore<NativeTransport> {
     /// The resources whose names begin with `prefix` that someone holds or waits for now, in name
-    /// order, with their holders and waiters. Not for a Redis Cluster DSN (its keys live on every
-    /// primary).
+    /// order, with their holders and waiters; on a Redis Cluster, every primary's.
     ///
     /// # Errors
-    /// Storage when the server fails or the DSN is a cluster's.
+    /// Storage when a server fails.
     pub fn list(&self, prefix: &[u8]) -> Result<Vec<(Vec<u8>, LockState)>> {
         let names = self
             .transport
@@ -28,9 +28,12 @@ impl RedisStore<NativeTransport> {
                     e,
                 )
             })?;
+        // On a cluster, a name whose companions could not share its slot is no lock of ours
+        // (the store refuses to lock it).
+        let cluster = self.transport.cluster();
         let mut names: Vec<Vec<u8>> = names
             .into_iter()
-            .filter(|name| !keys::reserved(name))
+            .filter(|name| !keys::reserved(name) && (!cluster || keys::co_slotted(name)))
             .collect();
         names.sort();
         names.dedup();

@@ -190,26 +190,16 @@ impl NativeTransport {
     }
 
     /// The names of the sorted sets whose names match the glob `pattern`, by SCAN with `TYPE
-    /// zset` on this process's connection (an operator's listing; keys come and go meanwhile, so
-    /// a key may be missed or named twice, as SCAN promises). A cluster's keys live on every
-    /// primary: not listed here (the caller refuses with what to do instead).
+    /// zset` on this process's connection; for a cluster, on every primary in turn (an
+    /// operator's listing; keys come and go meanwhile, so a key may be missed or named twice, as
+    /// SCAN promises).
     ///
     /// # Errors
-    /// [`RunError`] when the server cannot be reached or refuses SCAN; a cluster DSN.
+    /// [`RunError`] when a server cannot be reached or refuses SCAN.
     pub(crate) fn scan_sorted_sets(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>, RunError> {
-        if matches!(self.topology, Topology::Cluster(_)) {
-            return Err(RunError::new(
-                RunErrorKind::Server,
-                format!(
-                    "{} is a Redis Cluster: its locks live on every primary, and listing them is \
-                     not supported; ask for one resource's holders instead",
-                    self.name
-                ),
-            ));
-        }
         let link = self.link(None);
         let describe = |e: &redis::RedisError| link.error(e).to_string();
-        self.with_connection(&link, b"", link.read_timeout, &mut |session| {
+        let mut scan = |session: &mut cell::Session<'_>| {
             // Replies a deferred release left unread come first on the stream.
             session.unread.read_all(session.connection, &describe)?;
             let mut names = Vec::new();
@@ -230,7 +220,13 @@ impl NativeTransport {
                 }
                 cursor = next;
             }
-        })
+        };
+        match &self.topology {
+            Topology::Cluster(router) => Ok(router
+                .call_on_every_primary(&link, link.read_timeout, &mut scan)?
+                .concat()),
+            _ => self.with_connection(&link, b"", link.read_timeout, &mut scan),
+        }
     }
 
     /// This transport's cells in this process, so far.
