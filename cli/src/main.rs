@@ -99,8 +99,7 @@ enum Command {
     #[command(
         long_about = "The locks held or waited for in STORE, with their holders and waiters.\n\n\
             Redis: the sorted sets whose names begin with PREFIX (SCAN ... TYPE zset), Deadbolt's \
-            own keys left out. A Redis Cluster DSN is refused: its keys live on every primary; ask \
-            `status` about one resource instead.\n\
+            own keys left out; on a Redis Cluster, every primary in turn.\n\
             flock: the lock files in the directory, named by file (sf.<name>.<hash>.lock: the \
             resource's name sanitized and cut, which cannot be turned back into it); PREFIX is \
             matched against the sanitized name.",
