@@ -238,6 +238,11 @@ fn failures_say_what_in_the_engines_words_and_never_print_a_password() {
 fn metrics_of_a_missing_file_fail_and_help_lists_exit_statuses() {
     let missing = deadbolt(&["metrics", "/nonexistent/deadbolt.metrics"]);
     assert_eq!(code(&missing), 3, "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("does not exist"),
+        "{}",
+        stderr(&missing)
+    );
 
     let help = deadbolt(&["--help"]);
     assert_eq!(code(&help), 0);
