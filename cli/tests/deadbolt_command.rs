@@ -270,3 +270,50 @@ fn metrics_print_a_metrics_file_as_prometheus_text_and_json() {
     assert!(snapshot["counters"].is_object());
     assert!(snapshot["timings"].is_object());
 }
+
+#[test]
+fn a_redis_waiter_in_the_queue_is_shown_after_the_holders() {
+    let redis = RedisServer::start();
+    let dsn = format!("{}?timeout=2", redis.url());
+    let store = redis_store(&dsn);
+    let resource = unique("queue");
+    let mut holder = Key::new(resource.as_str());
+    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    let waiting = {
+        let (dsn, resource) = (dsn.clone(), resource.clone());
+        std::thread::spawn(move || {
+            let store = redis_store(&dsn);
+            let mut key = Key::new(resource.as_str());
+            key.set_label("second in line").unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let mut report = deadbolt_core::WaitReport::default();
+            deadbolt_core::wait(
+                &store,
+                &mut key,
+                Mode::Shared,
+                None,
+                Some(deadline),
+                &mut report,
+            )
+            .unwrap()
+        })
+    };
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = json(&deadbolt(&["status", "--json", &dsn, &resource]));
+        if status["waiters"].as_array().is_some_and(|w| !w.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let waiter = &status["waiters"][0];
+    assert_eq!(waiter["mode"], "shared", "{status}");
+    assert_eq!(waiter["label"], "second in line");
+    assert!(waiter["since"].as_f64().unwrap() > 1.7e9);
+    let text = stdout(&deadbolt(&["status", &dsn, &resource]));
+    assert!(text.contains("1 holder, 1 waiter."), "{text}");
+    assert!(text.contains("waiter  shared"), "{text}");
+
+    store.delete(&mut holder).unwrap();
+    assert!(waiting.join().unwrap(), "the waiter got the lock");
+}
