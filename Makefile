@@ -23,7 +23,7 @@ deps:
 
 # ext-php-rs reads PHP's headers through $PHP / $PHP_CONFIG; both name the PHP chosen above.
 build: deps
-	PHP=$$(bash scripts/php-binary.sh) cargo build --release --locked
+	PHP=$$(bash scripts/php-binary.sh) cargo build --release --locked -p deadbolt -p deadbolt-cli
 
 demo: build
 	@bash scripts/demo.sh $(SO)

@@ -7,9 +7,12 @@
 # cross build: scripts/build-arm64.sh writes it from that PHP itself); without it this platform's PHP says them.
 # Writes into OUTDIR
 #   php_deadbolt-<version>_php<X.Y>-<x86_64|arm64>-linux-glibc-<nts|zts>.tgz   PIE's name for a pre-built binary:
-#                                                      deadbolt.so, deadbolt.ini, the stubs, LICENSE, install.sh
+#                                                      deadbolt.so, deadbolt.ini, the stubs, LICENSE, install.sh,
+#                                                      bin/deadbolt (the operator's command, docs/CLI.md)
 #   php<X.Y>-deadbolt_<version>-1_<amd64|arm64>.deb    laid out like Debian's own php<X.Y>-<ext> packages (NTS only)
 #   php<X.Y>-deadbolt-<arch>.glibc                      the glibc symbol versions the .so needs
+# The deadbolt command is the one built beside the .so (target/release/deadbolt: make build builds both); a build
+# without one (a cross or ZTS build) is packaged without it, and says so.
 # and refuses to package a .so that needs a glibc symbol newer than the oldest glibc the packages support: Debian
 # 12's 2.36 (DEADBOLT_GLIBC_FLOOR), whichever Debian the .so was built on. DEADBOLT_PACKAGE_KINDS=tgz leaves the
 # .deb out (a PHP no Debian release ships yet: 8.5).
@@ -45,13 +48,21 @@ trap 'rm -rf "$work"' EXIT
 cp "$so" "$work/deadbolt.so"
 "${tools}strip" --strip-unneeded "$work/deadbolt.so"
 chmod 0644 "$work/deadbolt.so"
+cli=$(dirname "$so")/deadbolt
+if [ -f "$cli" ]; then
+  install -m 0755 "$cli" "$work/deadbolt"
+  "${tools}strip" --strip-unneeded "$work/deadbolt"
+else
+  echo "package: no deadbolt command beside $so: packaged without it" >&2
+fi
 
 # glibc: the newest symbol version the .so needs must not be newer than the floor.
-needed=$("${tools}objdump" -T "$work/deadbolt.so" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV)
+shipped=("$work/deadbolt.so"); [ -f "$work/deadbolt" ] && shipped+=("$work/deadbolt")
+needed=$("${tools}objdump" -T "${shipped[@]}" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV)
 newest=$(echo "$needed" | tail -1)
 glibc=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
 if [ "$(printf '%s\n%s\n' "$newest" "$floor" | sort -V | tail -1)" != "$floor" ]; then
-  echo "package: the .so needs GLIBC_$newest, newer than glibc $floor (Debian 12), the oldest supported" >&2; exit 1
+  echo "package: the .so (or the deadbolt command) needs GLIBC_$newest, newer than glibc $floor (Debian 12), the oldest supported" >&2; exit 1
 fi
 {
   echo "php $phpver (API $api), $debarch, built on glibc $glibc ($(. /etc/os-release; echo "$PRETTY_NAME"))"
@@ -73,8 +84,12 @@ printf '%s\n' "$ini_text" > "$stage/deadbolt.ini"
 cp -r stubs "$stage/stubs"
 cp LICENSE "$stage/LICENSE"
 install -m 0755 scripts/install-binary.sh "$stage/install.sh"
+if [ -f "$work/deadbolt" ]; then install -D -m 0755 "$work/deadbolt" "$stage/bin/deadbolt"; fi
 printf 'Deadbolt %s for PHP %s (API %s, %s, %s glibc >= %s).\nInstall: ./install.sh install deadbolt.so   (or: make install from the source tree)\nUninstall: ./install.sh uninstall\n' \
   "$version" "$phpver" "$api" "${threads^^}" "$arch" "$newest" > "$stage/README"
+if [ -f "$stage/bin/deadbolt" ]; then
+  printf 'The operator'"'"'s command (who holds a lock, forced release, metrics): bin/deadbolt --help (copy it to /usr/local/bin).\n' >> "$stage/README"
+fi
 tar --owner=0 --group=0 --numeric-owner --sort=name --mtime='@0' -czf "$out/$tgz_name" -C "$stage" .
 
 if [ "${DEADBOLT_PACKAGE_KINDS:-tgz deb}" = tgz ] || [ "$threads" = zts ]; then
@@ -90,12 +105,13 @@ mkdir -p "$deb/DEBIAN" "$deb/usr/lib/php/$api" "$deb/etc/php/$phpver/mods-availa
 cp "$work/deadbolt.so" "$deb/usr/lib/php/$api/deadbolt.so"
 printf '%s\n' "$ini_text" > "$deb/etc/php/$phpver/mods-available/deadbolt.ini"
 cp LICENSE "$deb/usr/share/doc/$pkg/copyright"
+if [ -f "$work/deadbolt" ]; then install -D -m 0755 "$work/deadbolt" "$deb/usr/bin/deadbolt"; fi
 cp -r stubs "$deb/usr/share/doc/$pkg/stubs"
 # Library dependencies as Debian computes them (dpkg-shlibdeps reads the .so's NEEDED entries and the shlibs
 # files of the packages that provide them).
 mkdir -p "$work/shlibs/debian"
 printf 'Source: deadbolt\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$work/shlibs/debian/control"
-libdeps=$(cd "$work/shlibs" && DEB_HOST_ARCH=$debarch dpkg-shlibdeps -O "$deb/usr/lib/php/$api/deadbolt.so" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+libdeps=$(cd "$work/shlibs" && DEB_HOST_ARCH=$debarch dpkg-shlibdeps -O "$deb/usr/lib/php/$api/deadbolt.so" $([ -f "$deb/usr/bin/deadbolt" ] && echo "$deb/usr/bin/deadbolt") 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$libdeps" ] || { echo "package: dpkg-shlibdeps found no dependencies for the .so" >&2; exit 1; }
 installed_size=$(du -sk --exclude=DEBIAN "$deb" | cut -f1)
 cat > "$deb/DEBIAN/control" <<EOF

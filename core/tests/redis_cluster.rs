@@ -288,3 +288,25 @@ fn a_node_of_the_slot_map_that_refuses_connections_is_named() {
         "the failed node is named: {error}"
     );
 }
+
+#[test]
+fn an_operators_listing_scans_every_primary() {
+    let cluster = Cluster::start();
+    let store = store(&cluster.dsn());
+    let prefix = unique("listed");
+    let mut keys = Vec::new();
+    let mut nodes = [false; 3];
+    for i in 0..12 {
+        let resource = format!("{prefix}:{i}");
+        nodes[cluster.owner(cluster.slot(&resource))] = true;
+        let mut key = Key::new(resource);
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
+        keys.push(key);
+    }
+    assert!(nodes.iter().all(|n| *n), "the locks live on every primary");
+    let listed = store.list(format!("{prefix}:").as_bytes()).unwrap();
+    assert_eq!(listed.len(), 12, "{listed:?}");
+    assert!(listed
+        .iter()
+        .all(|(_, state)| state.holders[0].origin.pid == Some(std::process::id())));
+}

@@ -245,7 +245,18 @@ impl Mapping {
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
-            .map_err(|e| io_error(path, "open", &e))?;
+            .map_err(|e| match e.kind() {
+                // A reader creates nothing: the writer's hint (make the directory) does not apply.
+                IoKind::NotFound => Error::Storage {
+                    message: format!(
+                        "The metrics file {} does not exist: no process with deadbolt.metrics_file set to it \
+                         has started (check the path php.ini gives).",
+                        path.display()
+                    ),
+                    source: None,
+                },
+                _ => io_error(path, "open", &e),
+            })?;
         lock(&file, path, rustix::fs::FlockOperation::LockShared)?;
         let len = regular_len(&file, path)?;
         if len == 0 {

@@ -11,6 +11,9 @@
 //! exclusive lock), drawn when a holder first asks for one: holders that never ask pay nothing.
 //! symfony/lock never reads the file's content, so the files stay compatible.
 
+#[path = "flock_list.rs"]
+mod list;
+
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;

@@ -27,11 +27,26 @@ const PROC_LOCKS_BUFFER: usize = 256 * 1024;
 /// The flock(2) locks and blocked callers on the file `/proc/locks` names `file`.
 pub fn state_of(file: &str) -> io::Result<LockState> {
     let locks = read_proc_locks()?;
+    Ok(state_in(&locks, file, &this_host()))
+}
+
+/// The state of each file of `files` (as `/proc/locks` names them), from one read of it (an
+/// operator's listing of a directory).
+pub fn states_of(files: &[String]) -> io::Result<Vec<LockState>> {
+    let locks = read_proc_locks()?;
     let host = this_host();
+    Ok(files
+        .iter()
+        .map(|file| state_in(&locks, file, &host))
+        .collect())
+}
+
+/// The state of `file` in the listing `locks`.
+fn state_in(locks: &str, file: &str, host: &str) -> LockState {
     let mut state = LockState::default();
     for entry in locks.lines().filter_map(|line| parse(line, file)) {
         let origin = Origin {
-            host: Some(host.clone()),
+            host: Some(host.to_owned()),
             pid: Some(entry.pid),
             label: label_of(entry.pid),
         };
@@ -53,7 +68,7 @@ pub fn state_of(file: &str) -> io::Result<LockState> {
             });
         }
     }
-    Ok(state)
+    state
 }
 
 /// `/proc/locks` in one read(2): the kernel lists it by position, and between two reads a lock

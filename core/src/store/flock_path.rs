@@ -34,7 +34,7 @@ pub fn push_lock_file_name(out: &mut String, resource: &[u8]) {
 }
 
 /// Every run of bytes outside `[A-Za-z0-9._-]` becomes one `-`; the result is cut at 50 bytes.
-fn push_slug(out: &mut String, resource: &[u8]) {
+pub(crate) fn push_slug(out: &mut String, resource: &[u8]) {
     let start = out.len();
     let mut in_run = false;
     for &byte in resource {

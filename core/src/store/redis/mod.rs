@@ -17,6 +17,7 @@ pub mod dsn;
 mod eviction;
 mod inspect;
 mod keys;
+mod list;
 pub mod native;
 mod pending;
 pub mod protocol;

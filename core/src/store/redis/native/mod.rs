@@ -33,6 +33,9 @@ use cell::{cell_named, Call, Cell, Failure, Open, Owner};
 use link::{first_failure, Link};
 use router::Router;
 
+/// Keys a SCAN step looks at (SCAN's COUNT).
+const SCAN_COUNT: u64 = 1000;
+
 /// BLPOP's reply: the list and the item popped, or nothing by the timeout.
 type Popped = Option<(Vec<u8>, Vec<u8>)>;
 
@@ -184,6 +187,46 @@ impl NativeTransport {
                 ),
             ),
         })
+    }
+
+    /// The names of the sorted sets whose names match the glob `pattern`, by SCAN with `TYPE
+    /// zset` on this process's connection; for a cluster, on every primary in turn (an
+    /// operator's listing; keys come and go meanwhile, so a key may be missed or named twice, as
+    /// SCAN promises).
+    ///
+    /// # Errors
+    /// [`RunError`] when a server cannot be reached or refuses SCAN.
+    pub(crate) fn scan_sorted_sets(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>, RunError> {
+        let link = self.link(None);
+        let describe = |e: &redis::RedisError| link.error(e).to_string();
+        let mut scan = |session: &mut cell::Session<'_>| {
+            // Replies a deferred release left unread come first on the stream.
+            session.unread.read_all(session.connection, &describe)?;
+            let mut names = Vec::new();
+            let mut cursor = 0u64;
+            loop {
+                let (next, batch): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT)
+                    .arg("TYPE")
+                    .arg("zset")
+                    .query(session.connection)?;
+                names.extend(batch);
+                if next == 0 {
+                    return Ok(names);
+                }
+                cursor = next;
+            }
+        };
+        match &self.topology {
+            Topology::Cluster(router) => Ok(router
+                .call_on_every_primary(&link, link.read_timeout, &mut scan)?
+                .concat()),
+            _ => self.with_connection(&link, b"", link.read_timeout, &mut scan),
+        }
     }
 
     /// This transport's cells in this process, so far.

@@ -155,6 +155,36 @@ impl Router {
         ))
     }
 
+    /// Runs `call` on every primary of the map read afresh, in turn (an operator's scan of the
+    /// whole keyspace: each node answers for its own keys). A primary that fails ends it.
+    pub(super) fn call_on_every_primary<T>(
+        &self,
+        link: &Link<'_>,
+        wait: Duration,
+        call: &mut Call<'_, T>,
+    ) -> Result<Vec<T>, RunError> {
+        self.read_slot_map(link, None)?;
+        let primaries = self.state().lock().map.nodes().to_vec();
+        primaries
+            .iter()
+            .map(|node| {
+                self.call_on(link, node, (wait, false), call)
+                    .map_err(|failure| match failure {
+                        Failure::Run(error) => error,
+                        Failure::Redirect(redirect) => link.failure(
+                            RunErrorKind::Server,
+                            format!(
+                                "{} redirected a keyspace scan to {}: the cluster changed \
+                                 meanwhile, try again",
+                                node_name(&node.0, node.1),
+                                node_name(&redirect.node().0, redirect.node().1)
+                            ),
+                        ),
+                    })
+            })
+            .collect()
+    }
+
     /// What a failed try on `node` means for the call: go on (`Ok`: the journey says where), or
     /// end with the error.
     fn on_failure(
