@@ -105,13 +105,16 @@ mkdir -p "$deb/DEBIAN" "$deb/usr/lib/php/$api" "$deb/etc/php/$phpver/mods-availa
 cp "$work/deadbolt.so" "$deb/usr/lib/php/$api/deadbolt.so"
 printf '%s\n' "$ini_text" > "$deb/etc/php/$phpver/mods-available/deadbolt.ini"
 cp LICENSE "$deb/usr/share/doc/$pkg/copyright"
-if [ -f "$work/deadbolt" ]; then install -D -m 0755 "$work/deadbolt" "$deb/usr/bin/deadbolt"; fi
+# The command goes under a path of this package's own, and /usr/bin/deadbolt is an alternative (postinst): the
+# packages of two PHP versions install side by side, each offering the same command.
+cli_path=/usr/lib/deadbolt/php$phpver/deadbolt
+if [ -f "$work/deadbolt" ]; then install -D -m 0755 "$work/deadbolt" "$deb$cli_path"; fi
 cp -r stubs "$deb/usr/share/doc/$pkg/stubs"
 # Library dependencies as Debian computes them (dpkg-shlibdeps reads the .so's NEEDED entries and the shlibs
 # files of the packages that provide them).
 mkdir -p "$work/shlibs/debian"
 printf 'Source: deadbolt\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$work/shlibs/debian/control"
-libdeps=$(cd "$work/shlibs" && DEB_HOST_ARCH=$debarch dpkg-shlibdeps -O "$deb/usr/lib/php/$api/deadbolt.so" $([ -f "$deb/usr/bin/deadbolt" ] && echo "$deb/usr/bin/deadbolt") 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+libdeps=$(cd "$work/shlibs" && DEB_HOST_ARCH=$debarch dpkg-shlibdeps -O "$deb/usr/lib/php/$api/deadbolt.so" $([ -f "$deb$cli_path" ] && echo "$deb$cli_path") 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$libdeps" ] || { echo "package: dpkg-shlibdeps found no dependencies for the .so" >&2; exit 1; }
 installed_size=$(du -sk --exclude=DEBIAN "$deb" | cut -f1)
 cat > "$deb/DEBIAN/control" <<EOF
@@ -142,7 +145,18 @@ if [ "\$1" = configure ]; then
     else
         phpenmod -v $phpver -s ALL deadbolt
     fi
+    if [ -x $cli_path ]; then
+        update-alternatives --install /usr/bin/deadbolt deadbolt $cli_path 10
+    fi
 fi
+EOF
+cat > "$deb/DEBIAN/prerm" <<EOF
+#!/bin/sh
+set -e
+if [ "\$1" = remove ] || [ "\$1" = deconfigure ]; then
+    update-alternatives --remove deadbolt $cli_path 2>/dev/null || true
+fi
+exit 0
 EOF
 cat > "$deb/DEBIAN/postrm" <<EOF
 #!/bin/sh
@@ -162,7 +176,7 @@ if [ "\$1" = purge ]; then
 fi
 exit 0
 EOF
-chmod 0755 "$deb/DEBIAN/postinst" "$deb/DEBIAN/postrm"
+chmod 0755 "$deb/DEBIAN/postinst" "$deb/DEBIAN/prerm" "$deb/DEBIAN/postrm"
 deb_name=${pkg}_${version}-1_${debarch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$deb" "$out/$deb_name" >/dev/null
 

@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
-        Mode::Exclusive => "exclusive",
-        Mode::Shared => "shared",
+        Mode::Exclusive => "write",
+        Mode::Shared => "read",
     }
 }
 
@@ -27,34 +27,35 @@ fn digest(digest: &str) -> Value {
     }
 }
 
-fn origin_fields(origin: &Origin, fields: &mut Map<String, Value>) {
-    fields.insert("pid".into(), json!(origin.pid));
+/// The fields of `Deadbolt\Holder::toArray()` and `Waiter::toArray()` they share, in their order
+/// and with their names: the command and the PHP API say the same.
+fn who_fields(mode: Mode, token_digest: &str, origin: &Origin) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("mode".into(), json!(mode_name(mode)));
+    fields.insert("tokenDigest".into(), digest(token_digest));
     fields.insert("host".into(), json!(origin.host));
+    fields.insert("pid".into(), json!(origin.pid));
     fields.insert("label".into(), json!(origin.label));
+    fields
 }
 
 fn holder_json(holder: &Holder) -> Value {
-    let mut fields = Map::new();
-    fields.insert("mode".into(), json!(mode_name(holder.mode)));
-    origin_fields(&holder.origin, &mut fields);
-    fields.insert("acquired_at".into(), secs(holder.acquired_at));
-    fields.insert("expires_at".into(), secs(holder.expires_at));
+    let mut fields = who_fields(holder.mode, &holder.token_digest, &holder.origin);
+    fields.insert("acquiredAt".into(), secs(holder.acquired_at));
+    fields.insert("expiresAt".into(), secs(holder.expires_at));
+    // The command's own: what a script wants without reading the clock.
     fields.insert(
-        "expires_in".into(),
+        "expiresIn".into(),
         holder
             .expires_at
             .map_or(Value::Null, |at| json!(seconds_left(at))),
     );
-    fields.insert("token_digest".into(), digest(&holder.token_digest));
     Value::Object(fields)
 }
 
 fn waiter_json(waiter: &Waiter) -> Value {
-    let mut fields = Map::new();
-    fields.insert("mode".into(), json!(mode_name(waiter.mode)));
-    origin_fields(&waiter.origin, &mut fields);
-    fields.insert("since".into(), secs(waiter.since));
-    fields.insert("token_digest".into(), digest(&waiter.token_digest));
+    let mut fields = who_fields(waiter.mode, &waiter.token_digest, &waiter.origin);
+    fields.insert("waitingSince".into(), secs(waiter.since));
     Value::Object(fields)
 }
 
