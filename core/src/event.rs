@@ -131,6 +131,8 @@ pub(crate) mod messages {
         "Failed {count} times to put off the expiration of the \"{resource}\" lock in the background.";
     pub const FORCE_RELEASED: &str =
         "The \"{resource}\" lock was released by force, whoever held it ({count} holders).";
+    pub const LOST_ON_REFRESH: &str =
+        "The \"{resource}\" lock was lost: the store no longer has it (released by force, or its lock file removed).";
     pub const LOST: &str =
         "The \"{resource}\" lock was lost: the background refresher found it expired or taken by someone else.";
 }

@@ -151,6 +151,34 @@ final class OperatingLocksTest extends DeadboltTestCase
         $operator->release();
     }
 
+    /**
+     * A lock without the refresher finds out at its next refresh(): lost (LockExpiredException), and release() says so
+     * too. (A refresh of a lock never held, released, or past its own TTL stays symfony/lock's LockConflictedException:
+     * LockLifetimeTest.)
+     */
+    public function testAHolderWithoutTheRefresherFindsTheLockLostAtItsNextRefresh(): void
+    {
+        foreach (['redis' => new RedisStore(SharedRedis::dsn()), 'flock' => new FlockStore($this->tempDir())] as $kind => $store) {
+            $resource = uniqid("taken-away-$kind:", true);
+            $lock = (new LockFactory($store))->createLock($resource, 30.0);
+            $this->assertTrue($lock->acquire());
+            $this->assertSame(1, $store->forceRelease($resource), $kind);
+            try {
+                $lock->refresh();
+                $this->fail("$kind: refresh() of a lock released by force");
+            } catch (LockExpiredException $e) {
+                $this->assertStringContainsString('was lost', $e->getMessage());
+            }
+            $this->assertTrue($lock->isLost(), $kind);
+            $this->assertFalse($lock->isAcquired(), $kind);
+            try {
+                $lock->release();
+                $this->fail("$kind: release() of a lost lock");
+            } catch (LockExpiredException) {
+            }
+        }
+    }
+
     public function testRunReturnsTheWorksValueAndReleasesInEveryCase(): void
     {
         $factory = new LockFactory(new InMemoryStore());

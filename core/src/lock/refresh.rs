@@ -42,6 +42,10 @@ impl Lock {
         ttl: Ttl,
         sink: &mut dyn EventSink,
     ) -> Result<()> {
+        // Held, and not expired by our own clock: a store that now says "not yours" had the lock
+        // taken away (an operator's forceRelease(), a removed lock file), and that is a lost lock,
+        // not a conflict (which an expired lock's refresh is, as in symfony/lock).
+        let taken_away_if_refused = self.dirty && !key.is_expired();
         let result = if key.is_inherited() {
             // The parent's ownership does not pass to a forked child.
             Err(Error::not_held(key.display_resource(), self.store().name()))
@@ -72,6 +76,14 @@ impl Lock {
             Ok(()) => {
                 sink.emit(refreshed(ttl));
                 Ok(())
+            }
+            Err(e) if e.is_conflict() && taken_away_if_refused && !key.is_inherited() => {
+                self.dirty = false;
+                self.lost = true;
+                self.held_since = None;
+                metrics::count(Counter::Lost, 1);
+                sink.emit(Event::new(Level::Warning, messages::LOST_ON_REFRESH));
+                Err(self.lost_error(key))
             }
             Err(e) if e.is_conflict() => {
                 self.dirty = false;

@@ -106,7 +106,7 @@ impl Lock {
     pub(super) fn lost_error(&self, key: &Key) -> Error {
         Error::Expired {
             message: format!(
-                "The \"{}\" lock was lost: the refresher found it gone from {} (expired or taken).",
+                "The \"{}\" lock was lost: it is gone from {} (expired, taken, or released by force).",
                 key.display_resource(),
                 self.store().name()
             ),
