@@ -245,9 +245,10 @@ final class Lock implements DeadlineLockInterface, FencedLockInterface
     }
 
     /**
-     * Whether the background refresher (autoRefresh) found this lock gone: taken by someone else, or expired while
-     * the store was unreachable or stalled (true at the latest at the lock's last known expiry). Answers at once, without a network call; once true, refresh() and release() throw
-     * LockExpiredException. Always false for locks without autoRefresh.
+     * Whether this lock was found gone while held: by the background refresher (autoRefresh: taken by someone else,
+     * or expired while the store was unreachable or stalled; true at the latest at the lock's last known expiry), or
+     * by a refresh() that found it taken away before its TTL (released by force, its lock file removed). Answers at
+     * once, without a network call; once true, refresh() and release() throw LockExpiredException.
      */
     public function isLost(): bool
     {

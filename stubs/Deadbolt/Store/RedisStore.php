@@ -196,7 +196,7 @@ final class RedisStore implements BlockingStoreInterface, BlockingSharedLockStor
 
     /**
      * Releases $resource whoever holds it: an operator's action, counted in metrics (force_released). Its holders find
-     * the lock gone at their next call (an auto-refreshed Lock: isLost(), then LockExpiredException); fencing tokens
+     * the lock gone at their next call (refresh() throws LockExpiredException, isLost() turns true); fencing tokens
      * keep growing; the longest waiter gets it (Redis). flock: the lock file is removed (a symfony/lock holder is not
      * told).
      *
