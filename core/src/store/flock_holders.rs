@@ -21,7 +21,7 @@ struct Entry {
     pid: u32,
 }
 
-/// First size of the one read of `/proc/locks` (it grows while the listing fills it).
+/// Room reserved for `/proc/locks` before reading it.
 const PROC_LOCKS_BUFFER: usize = 256 * 1024;
 
 /// The flock(2) locks and blocked callers on the file `/proc/locks` names `file`.
@@ -71,20 +71,16 @@ fn state_in(locks: &str, file: &str, host: &str) -> LockState {
     state
 }
 
-/// `/proc/locks` in one read(2): the kernel lists it by position, and between two reads a lock
-/// taken or dropped elsewhere shifts the list, so a line would be skipped or repeated. A listing
-/// that fills the buffer is read again with a larger one.
+/// `/proc/locks` to its end, in as few read(2) calls as the kernel allows. The kernel lists it by
+/// position, one pass per read (up to a page of lines, under its lock list's lock), so a listing
+/// that fits in a page is one consistent snapshot; a longer one is read page by page, where a
+/// lock taken or dropped elsewhere between two reads can shift a line out of sight (a forced
+/// release does not depend on the count). Room for the whole listing up front: no small first
+/// probe read splits it (std's `read_to_string` on an empty buffer reads 32 bytes first).
 fn read_proc_locks() -> io::Result<String> {
-    let mut size = PROC_LOCKS_BUFFER;
-    loop {
-        let mut buffer = vec![0; size];
-        let read = std::fs::File::open("/proc/locks")?.read(&mut buffer)?;
-        if read < size {
-            buffer.truncate(read);
-            return Ok(String::from_utf8_lossy(&buffer).into_owned());
-        }
-        size *= 4;
-    }
+    let mut listing = Vec::with_capacity(PROC_LOCKS_BUFFER);
+    std::fs::File::open("/proc/locks")?.read_to_end(&mut listing)?;
+    Ok(String::from_utf8_lossy(&listing).into_owned())
 }
 
 /// The entry of `line` when it is a flock(2) lock on `file`.
