@@ -5,13 +5,11 @@
 #[path = "../../core/tests/support/mod.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use deadbolt_core::{FlockStore, Key, Mode, NativeTransport, RedisStore, Store, Ttl};
 use serde_json::Value;
+use support::flock_child::{end, held_by_child};
 use support::{unique, RedisServer};
 
 /// `deadbolt ARGS...` with `env` set; its output.
@@ -43,41 +41,13 @@ fn json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// `flock(1)` holding `path` in a child process labelled `label` (see core/tests/flock_inspect.rs:
-/// `-o` so killing flock frees the lock, its own process group so [`end`] takes `sleep` along).
-fn held_by_child(path: &Path, label: &str) -> Child {
-    let mut child = Command::new("flock")
-        .process_group(0)
-        .arg("-x")
-        .arg("-o")
-        .arg(path)
-        .args(["-c", "echo locked; exec sleep 600"])
-        .env("DEADBOLT_LABEL", label)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "locked\n");
-    child
-}
-
-fn end(mut child: Child) {
-    let group = i32::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) on the process group this test made.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
-    child.wait().unwrap();
-}
-
 #[test]
 fn a_flock_holder_in_another_process_is_shown_then_the_resource_is_free() {
     let dir = tempfile::tempdir().unwrap();
     let store = FlockStore::new(dir.path()).unwrap();
     let path = store.path_for(&Key::new("report:nightly"));
     std::fs::File::create(&path).unwrap();
-    let child = held_by_child(&path, "nightly #7");
+    let child = held_by_child(&path, true, "nightly #7");
     let dir_arg = dir.path().to_str().unwrap();
 
     let text = deadbolt(&["status", dir_arg, "report:nightly"]);

@@ -4,41 +4,10 @@
 //! gets a new file with a fencing token above the old ones.
 #![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+mod support;
 
 use deadbolt_core::{FencingStore, FlockStore, InspectingStore, Key, Mode, Store};
-
-/// `flock(1)` holding `path` in a child process labelled `label`, once it says it holds it. `-o`:
-/// only flock(1) itself holds the lock (its command gets no copy), so killing it frees the lock;
-/// its own process group, so that [`end`] takes its command along.
-fn held_by_child(path: &std::path::Path, exclusive: bool, label: &str) -> Child {
-    let mut child = Command::new("flock")
-        .process_group(0)
-        .arg(if exclusive { "-x" } else { "-s" })
-        .arg("-o")
-        .arg(path)
-        .args(["-c", "echo locked; exec sleep 600"])
-        .env("DEADBOLT_LABEL", label)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "locked\n");
-    child
-}
-
-/// Ends `child` and its command (which would otherwise outlive it holding our output open).
-fn end(mut child: Child) {
-    let group = i32::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) on the process group this test made.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
-    child.wait().unwrap();
-}
+use support::flock_child::{end, held_by_child};
 
 #[test]
 fn a_holder_in_another_process_is_shown_with_its_pid_mode_and_label() {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test fixtures: a failure is a test failure
 #![allow(dead_code)]
 
+pub mod flock_child;
 pub mod wait_keys;
 
 use std::net::TcpListener;
