@@ -14,7 +14,7 @@ PHPUNIT    := bash scripts/phpunit.sh $(SO)
 RUN_DIR    := $(TARGET_DIR)/test-run
 
 .PHONY: all deps build demo check test test-rust test-php test-valgrind test-soak test-debian13 test-platforms \
-        test-dist test-phpize test-threads lint bench install uninstall dist clean
+        test-dist test-phpize test-threads test-parts lint bench install uninstall dist clean
 
 all: build
 
@@ -39,7 +39,12 @@ check: build lint test-rust
 ## suite (a thread-safe PHP built from source). `make test-debian13` runs the same on Debian 13 (THREADS=no: the
 ## thread suite once per CI run, on the host; test-dist runs PHP threads in a Debian 13 root with the -zts package),
 ## `make test-dist` the packages; .ci/run runs all three.
-test: build lint test-rust test-php test-valgrind test-phpize $(if $(filter no,$(THREADS)),,test-threads)
+TEST_PARTS := lint test-rust test-php test-valgrind test-phpize $(if $(filter no,$(THREADS)),,test-threads)
+test: build $(TEST_PARTS)
+
+# What `make test` runs after the build, in order (.ci/run times each one).
+test-parts:
+	@echo $(TEST_PARTS)
 
 # CLIPPY=no skips clippy (make test-debian13: the host's compiler and the same sources give the same verdict).
 lint:
