@@ -109,30 +109,77 @@ impl EventSink for Silent {
     fn emit(&mut self, _event: Event<'_>) {}
 }
 
-/// The message templates, symfony/lock's texts.
-pub(crate) mod messages {
-    pub const ACQUIRED: &str = "Successfully acquired the \"{resource}\" lock.";
-    pub const ACQUIRED_READ: &str = "Successfully acquired the \"{resource}\" lock for reading.";
-    pub const CONFLICT: &str =
-        "Failed to acquire the \"{resource}\" lock. Someone else already acquired the lock.";
-    pub const ACQUIRE_FAILED: &str = "Failed to acquire the \"{resource}\" lock.";
-    pub const REFRESHED: &str = "Expiration defined for \"{resource}\" lock for \"{ttl}\" seconds.";
-    pub const REFRESH_CONFLICT: &str =
-        "Failed to define an expiration for the \"{resource}\" lock, someone else acquired the lock.";
-    pub const REFRESH_FAILED: &str = "Failed to define an expiration for the \"{resource}\" lock.";
-    pub const RELEASED: &str = "Successfully released the \"{resource}\" lock.";
-    pub const RELEASE_FAILED: &str = "Failed to release the \"{resource}\" lock.";
-    // Deadbolt's own: symfony/lock has no deadlines and no background refresher.
-    pub const TIMED_OUT: &str =
-        "Failed to acquire the \"{resource}\" lock within {timeout} seconds.";
-    pub const REFRESHED_IN_BACKGROUND: &str =
-        "Expiration of the \"{resource}\" lock put off {count} times in the background.";
-    pub const BACKGROUND_REFRESH_FAILED: &str =
-        "Failed {count} times to put off the expiration of the \"{resource}\" lock in the background.";
-    pub const FORCE_RELEASED: &str =
-        "The \"{resource}\" lock was released by force, whoever held it ({count} holders).";
-    pub const LOST_ON_REFRESH: &str =
-        "The \"{resource}\" lock was lost: the store no longer has it (released by force, or its lock file removed).";
-    pub const LOST: &str =
-        "The \"{resource}\" lock was lost: the background refresher found it expired or taken by someone else.";
+/// The message templates a lock or a semaphore logs, with `{resource}` (and `{ttl}`, `{count}`,
+/// `{timeout}`) left for the logger: symfony/lock's texts for a lock, symfony/semaphore's for a
+/// semaphore (whose TTL is `{ttlInSecond}`, as there), and Deadbolt's own where neither has one.
+#[derive(Debug)]
+pub(crate) struct Words {
+    /// "lock" or "semaphore", in the messages of errors.
+    pub noun: &'static str,
+    pub acquired: &'static str,
+    pub acquired_read: &'static str,
+    pub conflict: &'static str,
+    pub acquire_failed: &'static str,
+    pub refreshed: &'static str,
+    pub refresh_conflict: &'static str,
+    pub refresh_failed: &'static str,
+    pub released: &'static str,
+    pub release_failed: &'static str,
+    pub timed_out: &'static str,
+    pub refreshed_in_background: &'static str,
+    pub background_refresh_failed: &'static str,
+    pub force_released: &'static str,
+    pub lost_on_refresh: &'static str,
+    pub lost: &'static str,
 }
+
+/// A lock's: symfony/lock's texts.
+pub(crate) const LOCK: Words = Words {
+    noun: "lock",
+    acquired: "Successfully acquired the \"{resource}\" lock.",
+    acquired_read: "Successfully acquired the \"{resource}\" lock for reading.",
+    conflict: "Failed to acquire the \"{resource}\" lock. Someone else already acquired the lock.",
+    acquire_failed: "Failed to acquire the \"{resource}\" lock.",
+    refreshed: "Expiration defined for \"{resource}\" lock for \"{ttl}\" seconds.",
+    refresh_conflict:
+        "Failed to define an expiration for the \"{resource}\" lock, someone else acquired the lock.",
+    refresh_failed: "Failed to define an expiration for the \"{resource}\" lock.",
+    released: "Successfully released the \"{resource}\" lock.",
+    release_failed: "Failed to release the \"{resource}\" lock.",
+    // Deadbolt's own: symfony/lock has no deadlines and no background refresher.
+    timed_out: "Failed to acquire the \"{resource}\" lock within {timeout} seconds.",
+    refreshed_in_background:
+        "Expiration of the \"{resource}\" lock put off {count} times in the background.",
+    background_refresh_failed:
+        "Failed {count} times to put off the expiration of the \"{resource}\" lock in the background.",
+    force_released:
+        "The \"{resource}\" lock was released by force, whoever held it ({count} holders).",
+    lost_on_refresh:
+        "The \"{resource}\" lock was lost: the store no longer has it (released by force, or its lock file removed).",
+    lost: "The \"{resource}\" lock was lost: the background refresher found it expired or taken by someone else.",
+};
+
+/// A semaphore's: symfony/semaphore's texts (it logs no release and has no shared mode).
+pub(crate) const SEMAPHORE: Words = Words {
+    noun: "semaphore",
+    acquired: "Successfully acquired the \"{resource}\" semaphore.",
+    acquired_read: "Successfully acquired the \"{resource}\" semaphore.",
+    conflict: "Failed to acquire the \"{resource}\" semaphore. Someone else already acquired the semaphore.",
+    acquire_failed: "Failed to acquire the \"{resource}\" semaphore.",
+    refreshed: "Expiration defined for \"{resource}\" semaphore for \"{ttlInSecond}\" seconds.",
+    refresh_conflict:
+        "Failed to define an expiration for the \"{resource}\" semaphore, the semaphore has expired.",
+    refresh_failed: "Failed to define an expiration for the \"{resource}\" semaphore.",
+    released: "Successfully released the \"{resource}\" semaphore.",
+    release_failed: "Failed to release the \"{resource}\" semaphore.",
+    timed_out: "Failed to acquire the \"{resource}\" semaphore within {timeout} seconds.",
+    refreshed_in_background:
+        "Expiration of the \"{resource}\" semaphore put off {count} times in the background.",
+    background_refresh_failed:
+        "Failed {count} times to put off the expiration of the \"{resource}\" semaphore in the background.",
+    force_released:
+        "The \"{resource}\" semaphore was released by force, whoever held it ({count} holders).",
+    lost_on_refresh:
+        "The \"{resource}\" semaphore was lost: the store no longer has it (released by force, or its slot file removed).",
+    lost: "The \"{resource}\" semaphore was lost: the background refresher found it expired or taken by someone else.",
+};

@@ -27,6 +27,54 @@ pub struct Key {
     states: Vec<(TypeId, Box<dyn Any + Send>)>,
     /// The caller's label for the records its locks leave (a job id); checked when set.
     label: Option<String>,
+    /// A semaphore's key: how many slots there are and how many this key takes.
+    slots: Option<Slots>,
+}
+
+/// A semaphore's size and a holder's share of it (symfony/semaphore's `limit` and `weight`): at
+/// most `limit` weight is held at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slots {
+    limit: u64,
+    weight: u64,
+}
+
+impl Slots {
+    /// Checked as symfony/semaphore's Key checks them, with its messages.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a limit or weight under 1, or a weight over the limit.
+    pub fn new(limit: i64, weight: i64) -> Result<Self> {
+        if limit < 1 {
+            return Err(crate::Error::invalid_argument(format!(
+                "The limit ({limit}) should be greater than 0."
+            )));
+        }
+        if weight < 1 {
+            return Err(crate::Error::invalid_argument(format!(
+                "The weight ({weight}) should be greater than 0."
+            )));
+        }
+        if weight > limit {
+            return Err(crate::Error::invalid_argument(format!(
+                "The weight ({weight}) should be lower or equals to the limit ({limit})."
+            )));
+        }
+        Ok(Slots {
+            limit: limit.unsigned_abs(),
+            weight: weight.unsigned_abs(),
+        })
+    }
+
+    /// The most weight held at once.
+    pub fn limit(self) -> u64 {
+        self.limit
+    }
+
+    /// The weight this key holds.
+    pub fn weight(self) -> u64 {
+        self.weight
+    }
 }
 
 impl Key {
@@ -39,7 +87,22 @@ impl Key {
             epoch: epoch(),
             states: Vec::new(),
             label: None,
+            slots: None,
         }
+    }
+
+    /// A semaphore's key: `resource` with `slots`. Stores keep semaphores apart from locks (a
+    /// lock and a semaphore on one resource name are two things).
+    pub fn with_slots(resource: impl Into<Vec<u8>>, slots: Slots) -> Self {
+        Key {
+            slots: Some(slots),
+            ..Key::new(resource)
+        }
+    }
+
+    /// The semaphore's slots; `None` for a lock's key.
+    pub fn slots(&self) -> Option<Slots> {
+        self.slots
     }
 
     /// A key that arrived from another process (or from symfony/lock) with its owner token: it

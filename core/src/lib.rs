@@ -15,6 +15,8 @@
 //! - `store`: the `Store` trait, its capability traits, and the flock, in-memory and Redis stores.
 //! - `lock`: the rules for acquire, refresh and release, and the log events they emit.
 //! - `refresher`: the background thread that keeps auto-refreshed locks alive.
+//! - `semaphore`: a store's semaphores as a store the lock engine runs on (a semaphore is a lock on a
+//!   key with slots).
 //! - `metrics`: per-process counters and histograms, and their Prometheus rendering; `metrics/shared.rs`: a
 //!   metrics file a php-fpm pool's processes add up in; `metrics/textfile.rs`: a job's totals for node_exporter.
 //! - `holder`: who holds and who waits (an operator's view), and the records locks leave for it.
@@ -32,6 +34,7 @@ mod lock;
 mod metrics;
 mod process;
 mod refresher;
+mod semaphore;
 mod store;
 mod sync;
 mod threads;
@@ -46,7 +49,7 @@ pub use holder::{
     MAX_LABEL_BYTES,
 };
 pub use interrupt::{set_interrupts, Interrupts};
-pub use key::Key;
+pub use key::{Key, Slots};
 pub use lock::{AutoRefresh, Lock, SharedKey, StoreRef, Wait};
 pub use metrics::shared::{
     metrics_file_prometheus, metrics_file_snapshot, shared_snapshot, take_metrics_file_warning,
@@ -57,6 +60,7 @@ pub use metrics::{
     prometheus, render as render_prometheus, reset as reset_metrics, snapshot, Counter,
     HistogramSnapshot, Snapshot, Timing, BUCKETS,
 };
+pub use semaphore::semaphores;
 pub use store::combined::{CombinedStore, Member, Strategy};
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
@@ -69,7 +73,7 @@ pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transpo
 pub use store::redis::{protocol::Signal, RedisStore};
 pub use store::{
     inspecting, wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender,
-    FencingStore, InspectingStore, Mode, PendingRelease, Store, WaitReport,
+    FencingStore, InspectingStore, Mode, PendingRelease, SemaphoreStore, Store, WaitReport,
 };
 pub use threads::set_up_before_threads;
 pub use ttl::{shown as shown_secs, Ttl, DEFAULT_TTL_SECS};

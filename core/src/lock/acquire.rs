@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{refreshed, Lock, Wait};
-use crate::event::{messages, Event, EventSink, Level};
+use crate::event::{Event, EventSink, Level};
 use crate::metrics::{self, Counter, Timing};
 use crate::refresher;
 use crate::store::{self, Mode, WaitReport};
@@ -83,13 +83,13 @@ impl Lock {
     ) -> Result<bool> {
         self.dirty = true;
         let acquired_message = match mode {
-            Mode::Exclusive => messages::ACQUIRED,
-            Mode::Shared => messages::ACQUIRED_READ,
+            Mode::Exclusive => self.words.acquired,
+            Mode::Shared => self.words.acquired_read,
         };
         sink.emit(Event::new(Level::Debug, acquired_message).waited(started.elapsed()));
         match self.ttl {
             // Saved with the TTL already: report it as symfony/lock's refresh would.
-            Some(ttl) if expires => sink.emit(refreshed(ttl)),
+            Some(ttl) if expires => sink.emit(refreshed(self.words, ttl)),
             Some(ttl) => self.refresh_key(key, ttl, sink)?,
             None => {}
         }
@@ -117,17 +117,17 @@ impl Lock {
                 self.dirty = false;
                 let event = match wait {
                     Wait::Until(deadline) if !interrupted => {
-                        Event::new(Level::Info, messages::TIMED_OUT)
+                        Event::new(Level::Info, self.words.timed_out)
                             .allowed(deadline.saturating_duration_since(started))
                     }
-                    _ => Event::new(Level::Info, messages::CONFLICT),
+                    _ => Event::new(Level::Info, self.words.conflict),
                 };
                 sink.emit(event.waited(started.elapsed()));
                 Ok(false)
             }
             Err(e) if e.is_conflict() => {
                 self.dirty = false;
-                sink.emit(Event::new(Level::Info, messages::CONFLICT));
+                sink.emit(Event::new(Level::Info, self.words.conflict));
                 if wait == Wait::No {
                     Ok(false)
                 } else {
@@ -139,13 +139,14 @@ impl Lock {
             Err(e) => {
                 let e = Error::Acquiring {
                     message: format!(
-                        "Failed to acquire the \"{}\" lock on {}.",
+                        "Failed to acquire the \"{}\" {} on {}.",
                         key.display_resource(),
+                        self.words.noun,
                         self.store().name()
                     ),
                     source: Box::new(e),
                 };
-                sink.emit(Event::new(Level::Notice, messages::ACQUIRE_FAILED).with_error(&e));
+                sink.emit(Event::new(Level::Notice, self.words.acquire_failed).with_error(&e));
                 Err(e)
             }
         }

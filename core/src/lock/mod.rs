@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::event::{messages, Event, EventSink, Level};
+use crate::event::{Event, EventSink, Level, Words, LOCK, SEMAPHORE};
 use crate::refresher::Ticket;
 use crate::store::PendingRelease;
 use crate::{Error, Key, Result, Store, Ttl};
@@ -93,6 +93,8 @@ pub struct Lock {
     /// The last release, when it was sent without waiting for its reply (`release=deferred`):
     /// a failure is reported at this lock's next acquire, refresh or release.
     pending_release: Option<PendingRelease>,
+    /// What its messages call it: a lock, or a semaphore (a key with slots).
+    words: &'static Words,
 }
 
 impl std::fmt::Debug for Lock {
@@ -109,7 +111,13 @@ impl std::fmt::Debug for Lock {
 impl Lock {
     /// A lock on `key` in `store`. `ttl` is the lifetime given at each acquire and refresh.
     pub fn new(key: SharedKey, store: StoreRef, ttl: Option<Ttl>, auto_release: bool) -> Self {
+        let words = if key.lock().slots().is_some() {
+            &SEMAPHORE
+        } else {
+            &LOCK
+        };
         Lock {
+            words,
             key,
             store,
             ttl,
@@ -195,8 +203,9 @@ impl Lock {
             if let Err(why) = outcome {
                 let e = Error::Releasing {
                     message: format!(
-                        "Failed to release the \"{}\" lock on {}.",
+                        "Failed to release the \"{}\" {} on {}.",
                         self.key.lock().display_resource(),
+                        self.words.noun,
                         self.store().name()
                     ),
                     source: Box::new(Error::Storage {
@@ -205,7 +214,7 @@ impl Lock {
                     }),
                 };
                 sink.emit(
-                    Event::new(Level::Notice, messages::RELEASE_FAILED).with_earlier_error(&e),
+                    Event::new(Level::Notice, self.words.release_failed).with_earlier_error(&e),
                 );
             }
             self.pending_release = None;
@@ -214,15 +223,15 @@ impl Lock {
             return;
         };
         if news.refreshes > 0 {
-            let event = Event::new(Level::Debug, messages::REFRESHED_IN_BACKGROUND);
+            let event = Event::new(Level::Debug, self.words.refreshed_in_background);
             sink.emit(event.counted(news.refreshes));
         }
         if news.failures > 0 {
-            let event = Event::new(Level::Notice, messages::BACKGROUND_REFRESH_FAILED);
+            let event = Event::new(Level::Notice, self.words.background_refresh_failed);
             sink.emit(event.counted(news.failures));
         }
         if news.lost {
-            sink.emit(Event::new(Level::Warning, messages::LOST));
+            sink.emit(Event::new(Level::Warning, self.words.lost));
         }
     }
 
@@ -284,9 +293,10 @@ impl Drop for Lock {
     }
 }
 
-/// The log event of a successful extension, symfony/lock's "Expiration defined" message.
-fn refreshed(ttl: Ttl) -> Event<'static> {
-    let mut event = Event::new(Level::Debug, messages::REFRESHED);
+/// The log event of a successful extension, symfony/lock's (or symfony/semaphore's) "Expiration
+/// defined" message.
+fn refreshed(words: &'static Words, ttl: Ttl) -> Event<'static> {
+    let mut event = Event::new(Level::Debug, words.refreshed);
     event.ttl = Some(ttl.as_secs());
     event
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{refreshed, Lock};
-use crate::event::{messages, Event, EventSink, Level};
+use crate::event::{Event, EventSink, Level};
 use crate::metrics::{self, Counter};
 use crate::{Error, Key, Result, Ttl};
 
@@ -65,8 +65,9 @@ impl Lock {
             if key.is_expired() {
                 return Err(Error::Expired {
                     message: format!(
-                        "Failed to put off the expiration of the \"{}\" lock within the specified time.",
-                        key.display_resource()
+                        "Failed to put off the expiration of the \"{}\" {} within the specified time.",
+                        key.display_resource(),
+                        self.words.noun
                     ),
                 });
             }
@@ -74,7 +75,7 @@ impl Lock {
         });
         match result {
             Ok(()) => {
-                sink.emit(refreshed(ttl));
+                sink.emit(refreshed(self.words, ttl));
                 Ok(())
             }
             Err(e) if e.is_conflict() && taken_away_if_refused && !key.is_inherited() => {
@@ -82,24 +83,25 @@ impl Lock {
                 self.lost = true;
                 self.held_since = None;
                 metrics::count(Counter::Lost, 1);
-                sink.emit(Event::new(Level::Warning, messages::LOST_ON_REFRESH));
+                sink.emit(Event::new(Level::Warning, self.words.lost_on_refresh));
                 Err(self.lost_error(key))
             }
             Err(e) if e.is_conflict() => {
                 self.dirty = false;
-                sink.emit(Event::new(Level::Notice, messages::REFRESH_CONFLICT));
+                sink.emit(Event::new(Level::Notice, self.words.refresh_conflict));
                 Err(e)
             }
             Err(e) => {
                 let e = Error::Acquiring {
                     message: format!(
-                        "Failed to define an expiration for the \"{}\" lock on {}.",
+                        "Failed to define an expiration for the \"{}\" {} on {}.",
                         key.display_resource(),
+                        self.words.noun,
                         self.store().name()
                     ),
                     source: Box::new(e),
                 };
-                sink.emit(Event::new(Level::Notice, messages::REFRESH_FAILED).with_error(&e));
+                sink.emit(Event::new(Level::Notice, self.words.refresh_failed).with_error(&e));
                 Err(e)
             }
         }

@@ -4,7 +4,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::Lock;
-use crate::event::{messages, Event, EventSink, Level};
+use crate::event::{Event, EventSink, Level};
 use crate::metrics::{self, Counter, Timing};
 use crate::{Error, Key, Result};
 
@@ -46,20 +46,21 @@ impl Lock {
                 self.dirty = false;
                 let hold = self.held_since.map(|since| since.elapsed());
                 self.end_hold();
-                sink.emit(Event::new(Level::Debug, messages::RELEASED).held(hold));
+                sink.emit(Event::new(Level::Debug, self.words.released).held(hold));
                 Ok(())
             }
             Err(e) => {
                 metrics::count(Counter::StoreErrors, 1);
                 let e = Error::Releasing {
                     message: format!(
-                        "Failed to release the \"{}\" lock on {}.",
+                        "Failed to release the \"{}\" {} on {}.",
                         key.display_resource(),
+                        self.words.noun,
                         self.store().name()
                     ),
                     source: Box::new(e),
                 };
-                sink.emit(Event::new(Level::Notice, messages::RELEASE_FAILED).with_error(&e));
+                sink.emit(Event::new(Level::Notice, self.words.release_failed).with_error(&e));
                 Err(e)
             }
         }
@@ -81,7 +82,7 @@ impl Lock {
         let resource = self.key.lock().resource().to_vec();
         let count = crate::store::inspecting(store.as_ref())?.force_release(&resource)?;
         sink.emit(
-            Event::new(Level::Warning, messages::FORCE_RELEASED)
+            Event::new(Level::Warning, self.words.force_released)
                 .counted(u64::try_from(count).unwrap_or(u64::MAX)),
         );
         Ok(count)
@@ -106,8 +107,9 @@ impl Lock {
     pub(super) fn lost_error(&self, key: &Key) -> Error {
         Error::Expired {
             message: format!(
-                "The \"{}\" lock was lost: it is gone from {} (expired, taken, or released by force).",
+                "The \"{}\" {} was lost: it is gone from {} (expired, taken, or released by force).",
                 key.display_resource(),
+                self.words.noun,
                 self.store().name()
             ),
         }

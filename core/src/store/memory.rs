@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use crate::sync::Mutex;
 
 use crate::holder::{self, LockState, Origin};
-use crate::store::{Capabilities, FencingStore, InspectingStore, Mode, Store};
+use crate::store::{Capabilities, FencingStore, InspectingStore, Mode, SemaphoreStore, Store};
 use crate::token::Token;
 use crate::{Error, Key, Result, Ttl};
 
@@ -62,6 +62,8 @@ struct Table {
     /// Last fencing token given out. One counter for the whole store: it grows for every
     /// resource, and freed resources can be forgotten without tokens ever going back.
     fence: u64,
+    /// The semaphores: each holder's token and weight, per resource (never expiring, as locks).
+    semaphores: HashMap<Vec<u8>, HashMap<Token, u64>>,
 }
 
 /// A store whose locks live in this object only.
@@ -113,7 +115,7 @@ impl Store for InMemoryStore {
 
     fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
         // In-memory locks never expire; only ownership is checked.
-        if self.exists(key)? {
+        if Store::exists(self, key)? {
             Ok(())
         } else {
             Err(Error::not_held(key.display_resource(), NAME))
@@ -153,6 +155,7 @@ impl Store for InMemoryStore {
         Capabilities {
             fencing: Some(self),
             inspecting: Some(self),
+            semaphores: Some(self),
             ..Capabilities::default()
         }
     }
@@ -193,5 +196,62 @@ impl InspectingStore for InMemoryStore {
             .holders
             .remove(resource)
             .map_or(0, |h| usize::from(h.writer.is_some()) + h.readers.len()))
+    }
+}
+
+/// A key's slots, which the engine checked were there.
+fn slots_of(key: &Key) -> Result<crate::Slots> {
+    key.slots()
+        .ok_or_else(|| Error::invalid_argument("A semaphore key has slots."))
+}
+
+impl SemaphoreStore for InMemoryStore {
+    fn save(&self, key: &mut Key, _ttl: Option<Ttl>) -> Result<()> {
+        let slots = slots_of(key)?;
+        let token = key.token()?.clone();
+        let mut table = self.locks.lock();
+        let holders = table.semaphores.entry(key.resource().to_vec()).or_default();
+        if holders.contains_key(&token) {
+            return Ok(());
+        }
+        let held: u64 = holders.values().sum();
+        if held.saturating_add(slots.weight()) > slots.limit() {
+            return Err(Error::conflict(key.display_resource(), NAME));
+        }
+        holders.insert(token, slots.weight());
+        Ok(())
+    }
+
+    fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
+        if SemaphoreStore::exists(self, key)? {
+            Ok(())
+        } else {
+            Err(Error::not_held(key.display_resource(), NAME))
+        }
+    }
+
+    fn delete(&self, key: &mut Key) -> Result<()> {
+        let Some(token) = key.drawn_token() else {
+            return Ok(());
+        };
+        let mut table = self.locks.lock();
+        if let Some(holders) = table.semaphores.get_mut(key.resource()) {
+            holders.remove(token);
+            if holders.is_empty() {
+                table.semaphores.remove(key.resource());
+            }
+        }
+        Ok(())
+    }
+
+    fn exists(&self, key: &Key) -> Result<bool> {
+        let Some(token) = key.drawn_token() else {
+            return Ok(false);
+        };
+        let table = self.locks.lock();
+        Ok(table
+            .semaphores
+            .get(key.resource())
+            .is_some_and(|holders| holders.contains_key(token)))
     }
 }

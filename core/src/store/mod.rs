@@ -110,6 +110,67 @@ pub struct Capabilities<'a> {
     pub deferring: Option<&'a dyn DeferringStore>,
     /// It can say who holds a resource and who waits, and release it whatever its owner.
     pub inspecting: Option<&'a dyn InspectingStore>,
+    /// It keeps semaphores too (keys with slots, [`crate::Slots`]): `crate::semaphore` makes a
+    /// store of them for the lock engine.
+    pub semaphores: Option<&'a dyn SemaphoreStore>,
+}
+
+/// The semaphore side of a store (symfony/semaphore's `PersistingStoreInterface`), for keys with
+/// [`crate::Slots`]: at most `limit` weight held at once. Semaphores live apart from locks (a
+/// lock and a semaphore on one name are two things). Errors as for [`Store`]: full is
+/// [`crate::Error::Conflict`], not held any more is a not-held conflict.
+pub trait SemaphoreStore {
+    /// Takes `key`'s weight now, with `ttl` where slots expire; `Ok` also when `key` holds it
+    /// already (its expiry put off).
+    ///
+    /// # Errors
+    /// Conflict when there is no room (or, where waiters are served in order, someone waits
+    /// first); Storage when the store fails.
+    fn save(&self, key: &mut Key, ttl: Option<Ttl>) -> Result<()>;
+
+    /// Puts off the expiry of `key`'s slot.
+    ///
+    /// # Errors
+    /// Not-held conflict when `key` holds none (expired and taken, released); Storage.
+    fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()>;
+
+    /// Gives `key`'s weight back (to the waiters, in order); nothing when it holds none.
+    ///
+    /// # Errors
+    /// Storage when the store fails.
+    fn delete(&self, key: &mut Key) -> Result<()>;
+
+    /// Whether `key` holds a live slot.
+    ///
+    /// # Errors
+    /// Storage when the store fails.
+    fn exists(&self, key: &Key) -> Result<bool>;
+
+    /// Waits for room, then takes it as [`Self::save`] does; gives up at `deadline` (`None`:
+    /// waits forever) and answers false. By default: [`Self::save`] every 90-110 ms, as a lock
+    /// store that cannot be woken is polled.
+    ///
+    /// # Errors
+    /// Storage when the store fails.
+    fn wait(
+        &self,
+        key: &mut Key,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
+        poll(deadline, report, poll_interval, || self.save(key, ttl))
+    }
+
+    /// Whether slots expire unless put off (a TTL then goes into [`Self::save`]).
+    fn expires(&self) -> bool {
+        false
+    }
+
+    /// What the background refresher needs to put this store's slots off without PHP, if it can.
+    fn extender(&self) -> Option<Arc<dyn Extender>> {
+        None
+    }
 }
 
 /// An operator's view of a store: who holds a resource (and who waits for it), and the release of

@@ -9,9 +9,60 @@ use super::keys;
 use super::protocol::WAITING;
 use super::scripts::{
     LockScript, CLAIM, DELETE, EXISTS, FENCE, FORCE, INSPECT, LEAVE, PUT_OFF, SAVE, SAVE_READ,
+    SEMAPHORE_CLAIM, SEMAPHORE_DELETE, SEMAPHORE_EXISTS, SEMAPHORE_LEAVE, SEMAPHORE_PUT_OFF,
+    SEMAPHORE_SAVE,
 };
 use crate::store::Mode;
-use crate::Ttl;
+use crate::{Slots, Ttl};
+
+/// What a wait is for: a lock in a mode, or a semaphore's slots. The wait loop (`wait.rs`) is one
+/// for both; the calls of each round are the target's.
+#[derive(Clone, Copy)]
+pub enum Target {
+    Lock(Mode),
+    Semaphore(Slots),
+}
+
+impl Target {
+    /// An attempt (`turn`: of a waiting caller).
+    pub fn take(
+        self,
+        holder: Holder<'_>,
+        ttl: Ttl,
+        record: &str,
+        turn: Option<Turn>,
+    ) -> ScriptCall {
+        match self {
+            Target::Lock(mode) => ScriptCall::take(mode, holder, ttl, record, turn),
+            Target::Semaphore(slots) => ScriptCall::take_slots(slots, holder, ttl, turn),
+        }
+    }
+
+    /// A waiter handed the lock or slot takes its hand-over record.
+    pub fn accept_hand_over(self, holder: Holder<'_>) -> ScriptCall {
+        match self {
+            Target::Lock(_) => ScriptCall::accept_hand_over(holder),
+            Target::Semaphore(_) => ScriptCall::accept_slot(holder),
+        }
+    }
+
+    /// A waiter gives up.
+    pub fn give_up(self, holder: Holder<'_>) -> ScriptCall {
+        match self {
+            Target::Lock(_) => ScriptCall::give_up(holder),
+            Target::Semaphore(_) => ScriptCall::give_up_slots(holder),
+        }
+    }
+
+    /// The waiter's grant list.
+    pub fn grant_list(self, holder: Holder<'_>) -> Vec<u8> {
+        let queue = match self {
+            Target::Lock(_) => keys::queue(holder.resource),
+            Target::Semaphore(_) => keys::semaphore_queue(holder.resource),
+        };
+        keys::grant_list(&queue, holder.token)
+    }
+}
 
 /// A script with its KEYS and ARGV, ready for a transport. Made only by the operations below.
 #[derive(Clone)]
@@ -64,14 +115,7 @@ impl ScriptCall {
         ];
         if let Some(turn) = turn {
             keys.push(grant_list(holder));
-            let pause = turn.pause.map(|p| p.as_millis().to_string());
-            args.push(WAITING.to_vec());
-            args.push(pause.unwrap_or_default().into_bytes());
-            args.push(if turn.overdue {
-                b"1".to_vec()
-            } else {
-                Vec::new()
-            });
+            args.extend(turn_args(turn));
         }
         Self::new(script, keys, args)
     }
@@ -137,6 +181,69 @@ impl ScriptCall {
         Self::new(&FORCE, release_keys(resource), vec![Vec::new()])
     }
 
+    /// A semaphore's attempt: `slots.weight()` of `slots.limit()` for the holder's token, as
+    /// [`Self::take`] (`holder.resource` is the semaphore's name; its keys are symfony/semaphore's).
+    pub fn take_slots(slots: Slots, holder: Holder<'_>, ttl: Ttl, turn: Option<Turn>) -> Self {
+        let mut keys = semaphore_keys(holder.resource);
+        let mut args = vec![
+            holder.token.into(),
+            ttl_millis(ttl).to_string().into_bytes(),
+            slots.limit().to_string().into_bytes(),
+            slots.weight().to_string().into_bytes(),
+        ];
+        if let Some(turn) = turn {
+            keys.push(Target::Semaphore(slots).grant_list(holder));
+            args.extend(turn_args(turn));
+        }
+        Self::new(&SEMAPHORE_SAVE, keys, args)
+    }
+
+    /// Put off a semaphore's slot.
+    pub fn extend_slot(holder: Holder<'_>, ttl: Ttl) -> Self {
+        let mut keys = semaphore_keys(holder.resource);
+        keys.truncate(2);
+        let args = vec![
+            holder.token.into(),
+            ttl_millis(ttl).to_string().into_bytes(),
+        ];
+        Self::new(&SEMAPHORE_PUT_OFF, keys, args)
+    }
+
+    /// Give a semaphore's slot back.
+    pub fn release_slot(holder: Holder<'_>) -> Self {
+        Self::new(
+            &SEMAPHORE_DELETE,
+            semaphore_keys(holder.resource),
+            vec![holder.token.into()],
+        )
+    }
+
+    /// Whether the holder has a live slot.
+    pub fn check_slot(holder: Holder<'_>) -> Self {
+        let mut keys = semaphore_keys(holder.resource);
+        keys.truncate(2);
+        Self::new(&SEMAPHORE_EXISTS, keys, vec![holder.token.into()])
+    }
+
+    /// A waiter handed a slot takes its hand-over record.
+    pub fn accept_slot(holder: Holder<'_>) -> Self {
+        let keys = vec![
+            keys::semaphore_times(holder.resource),
+            keys::semaphore_handovers(holder.resource),
+        ];
+        Self::new(&SEMAPHORE_CLAIM, keys, vec![holder.token.into()])
+    }
+
+    /// A semaphore's waiter gives up.
+    pub fn give_up_slots(holder: Holder<'_>) -> Self {
+        let mut keys = semaphore_keys(holder.resource);
+        keys.push(keys::grant_list(
+            &keys::semaphore_queue(holder.resource),
+            holder.token,
+        ));
+        Self::new(&SEMAPHORE_LEAVE, keys, vec![holder.token.into()])
+    }
+
     /// The script.
     pub fn script(&self) -> &'static LockScript {
         self.script
@@ -159,6 +266,31 @@ impl ScriptCall {
 }
 
 /// The lock and the keys a release may touch (QUEUE, WAITERS, HANDOVERS, HOLDERS).
+/// A semaphore's two sets and its queue's keys, in the layouts' order.
+fn semaphore_keys(resource: &[u8]) -> Vec<Vec<u8>> {
+    vec![
+        keys::semaphore_times(resource),
+        keys::semaphore_weights(resource),
+        keys::semaphore_queue(resource),
+        keys::semaphore_waiters(resource),
+        keys::semaphore_handovers(resource),
+    ]
+}
+
+/// WAIT, PAUSE_MS and OVERDUE of a waiting caller's attempt.
+fn turn_args(turn: Turn) -> [Vec<u8>; 3] {
+    let pause = turn.pause.map(|p| p.as_millis().to_string());
+    [
+        WAITING.to_vec(),
+        pause.unwrap_or_default().into_bytes(),
+        if turn.overdue {
+            b"1".to_vec()
+        } else {
+            Vec::new()
+        },
+    ]
+}
+
 fn release_keys(resource: &[u8]) -> Vec<Vec<u8>> {
     vec![
         resource.to_vec(),

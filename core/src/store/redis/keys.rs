@@ -11,6 +11,12 @@
 //!   operator's `inspect`; it lives as long as the lock;
 //! - `r#deadbolt:queue:TOKEN`, a waiter's grant list (the queue's name, then the token).
 //!
+//! A semaphore on `r` keeps symfony/semaphore's two sorted sets, `{r}:time` and `{r}:weight`
+//! ([`semaphore_times`], [`semaphore_weights`]), and its waiters in companions of `{r}` (the name
+//! both begin with): `{r}#deadbolt:squeue`, `{r}#deadbolt:swaiters` (token -> "alive-until weight
+//! limit ttl"), `{r}#deadbolt:shandovers`, and the grant lists `{r}#deadbolt:squeue:TOKEN`. Their
+//! kinds are not a lock's, so a lock named `{r}` and the semaphore `r` share nothing.
+//!
 //! Three rules shape the names:
 //!
 //! - **No resource is another's bookkeeping.** A resource name may be any string, so a companion
@@ -57,6 +63,43 @@ pub fn holders(resource: &[u8]) -> Vec<u8> {
 /// The recent hand-overs (token -> grant time).
 pub fn handovers(resource: &[u8]) -> Vec<u8> {
     companion(resource, b"handovers")
+}
+
+/// A semaphore's holders and their expiries (Unix seconds), symfony/semaphore's `{r}:time`.
+pub fn semaphore_times(resource: &[u8]) -> Vec<u8> {
+    [&semaphore_base(resource)[..], b":time"].concat()
+}
+
+/// A semaphore's holders and their weights, symfony/semaphore's `{r}:weight`.
+pub fn semaphore_weights(resource: &[u8]) -> Vec<u8> {
+    [&semaphore_base(resource)[..], b":weight"].concat()
+}
+
+/// A semaphore's queue of waiters (token -> arrival).
+pub fn semaphore_queue(resource: &[u8]) -> Vec<u8> {
+    companion(&semaphore_base(resource), b"squeue")
+}
+
+/// A semaphore's waiters' details (token -> "alive-until weight limit ttl").
+pub fn semaphore_waiters(resource: &[u8]) -> Vec<u8> {
+    companion(&semaphore_base(resource), b"swaiters")
+}
+
+/// A semaphore's recent hand-overs (token -> grant time).
+pub fn semaphore_handovers(resource: &[u8]) -> Vec<u8> {
+    companion(&semaphore_base(resource), b"shandovers")
+}
+
+/// `{r}`: how symfony/semaphore names a semaphore's keys (the resource as their hash tag).
+fn semaphore_base(resource: &[u8]) -> Vec<u8> {
+    [&b"{"[..], resource, b"}"].concat()
+}
+
+/// Whether a semaphore on `resource` can keep all its keys in one Redis Cluster hash slot: every
+/// one begins with `{r}`, so they share its hash tag unless that is empty (an empty resource, or
+/// one that begins with `}`), as symfony/semaphore's own two keys do.
+pub fn semaphore_co_slotted(resource: &[u8]) -> bool {
+    hash_tag(&semaphore_base(resource)).is_some()
 }
 
 /// The grant list of the waiter with `token`, named after the resource's queue (as the release

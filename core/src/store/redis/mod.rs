@@ -23,6 +23,7 @@ mod pending;
 pub mod protocol;
 pub mod replicas;
 pub mod scripts;
+mod semaphore;
 mod sentinel;
 pub mod transport;
 mod wait;
@@ -287,6 +288,7 @@ impl<T: Transport> Store for RedisStore<T> {
             fencing: Some(self),
             deferring: self.transport.defers_release().then_some(self),
             inspecting: Some(self),
+            semaphores: Some(self),
         }
     }
 }

@@ -74,6 +74,54 @@ pub const GIVE_UP: Layout = Layout {
     args: &["token"],
 };
 
+/// SEMAPHORE_TAKE: a semaphore's two sets (symfony/semaphore's), its queue's keys and, for a
+/// caller that waits, its grant list; ARGV as TAKE's, with the key's LIMIT and WEIGHT.
+pub const SEMAPHORE_TAKE: Layout = Layout {
+    keys: &[
+        "TIME_KEY",
+        "WEIGHT_KEY",
+        "QUEUE",
+        "WAITERS",
+        "HANDOVERS",
+        "GRANT",
+    ],
+    args: &[
+        "token", "TTL_MS", "LIMIT", "WEIGHT", "WAIT", "PAUSE_MS", "OVERDUE",
+    ],
+};
+/// SEMAPHORE_EXTEND: put my slot off to now + TTL_MS.
+pub const SEMAPHORE_EXTEND: Layout = Layout {
+    keys: &["TIME_KEY", "WEIGHT_KEY"],
+    args: &["token", "TTL_MS"],
+};
+/// SEMAPHORE_CHECK: do I hold a live slot?
+pub const SEMAPHORE_CHECK: Layout = Layout {
+    keys: &["TIME_KEY", "WEIGHT_KEY"],
+    args: &["token"],
+};
+/// SEMAPHORE_RELEASE: give my weight back, to the waiters in order.
+pub const SEMAPHORE_RELEASE: Layout = Layout {
+    keys: &["TIME_KEY", "WEIGHT_KEY", "QUEUE", "WAITERS", "HANDOVERS"],
+    args: &["token"],
+};
+/// SEMAPHORE_ACCEPT: a waiter handed a slot takes its hand-over record.
+pub const SEMAPHORE_ACCEPT: Layout = Layout {
+    keys: &["TIME_KEY", "HANDOVERS"],
+    args: &["token"],
+};
+/// SEMAPHORE_GIVE_UP: a waiter gives up (and gives back a slot handed to it meanwhile).
+pub const SEMAPHORE_GIVE_UP: Layout = Layout {
+    keys: &[
+        "TIME_KEY",
+        "WEIGHT_KEY",
+        "QUEUE",
+        "WAITERS",
+        "HANDOVERS",
+        "GRANT",
+    ],
+    args: &["token"],
+};
+
 /// One lock script: its source (for EVAL/SCRIPT LOAD) and its SHA1 (for EVALSHA).
 pub struct LockScript {
     script: redis::Script,
@@ -118,6 +166,17 @@ impl LockScript {
             operation,
         ]);
         Self::from_parts(layout, &parts)
+    }
+
+    /// A semaphore script: its prelude, and the waiters' side when it takes or frees weight.
+    fn semaphore(layout: &'static Layout, queue: bool, operation: &str) -> Self {
+        let prelude = include_str!("scripts/semaphore/prelude.lua");
+        if queue {
+            let handover = include_str!("scripts/semaphore/handover.lua");
+            Self::from_parts(layout, &[QUEUE, prelude, handover, operation])
+        } else {
+            Self::from_parts(layout, &[prelude, operation])
+        }
     }
 
     fn from_parts(layout: &'static Layout, parts: &[&str]) -> Self {
@@ -218,6 +277,58 @@ pub static FORCE: LazyLock<LockScript> = LazyLock::new(|| {
     LockScript::releasing(&FORCE_RELEASE, None, include_str!("scripts/force.lua"))
 });
 
+/// A semaphore's slot taken (or put off, when held), [`SEMAPHORE_TAKE`]: as `SAVE`'s replies.
+pub static SEMAPHORE_SAVE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::semaphore(
+        &SEMAPHORE_TAKE,
+        true,
+        include_str!("scripts/semaphore/save.lua"),
+    )
+    .writing_lock()
+});
+/// A semaphore's slot put off, [`SEMAPHORE_EXTEND`]. Returns 1, or 0 when not held.
+pub static SEMAPHORE_PUT_OFF: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::semaphore(
+        &SEMAPHORE_EXTEND,
+        false,
+        include_str!("scripts/semaphore/put_off.lua"),
+    )
+    .writing_lock()
+});
+/// A semaphore's slot given back, [`SEMAPHORE_RELEASE`]. Returns 1, or 0 when not held.
+pub static SEMAPHORE_DELETE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::semaphore(
+        &SEMAPHORE_RELEASE,
+        true,
+        include_str!("scripts/semaphore/delete.lua"),
+    )
+});
+/// Whether a key holds a live slot, [`SEMAPHORE_CHECK`]. Returns 1 or 0.
+pub static SEMAPHORE_EXISTS: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::semaphore(
+        &SEMAPHORE_CHECK,
+        false,
+        include_str!("scripts/semaphore/exists.lua"),
+    )
+});
+/// A waiter handed a slot takes its record, [`SEMAPHORE_ACCEPT`]. Returns 1, or 0 when not held.
+pub static SEMAPHORE_CLAIM: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::semaphore(
+        &SEMAPHORE_ACCEPT,
+        false,
+        include_str!("scripts/semaphore/claim.lua"),
+    )
+    .writing_lock()
+});
+/// A waiter gives up, [`SEMAPHORE_GIVE_UP`]. Returns 1.
+pub static SEMAPHORE_LEAVE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::semaphore(
+        &SEMAPHORE_GIVE_UP,
+        true,
+        include_str!("scripts/semaphore/leave.lua"),
+    )
+});
+
 /// `local NAME = KEYS[i]` and `local NAME = ARGV[i]` for each name of `layout`.
 fn names(layout: &Layout) -> String {
     let mut lua = String::new();
@@ -233,7 +344,22 @@ fn names(layout: &Layout) -> String {
 /// Makes every script and its digest now (`crate::threads`).
 pub(crate) fn set_up() {
     for script in [
-        &SAVE, &SAVE_READ, &PUT_OFF, &DELETE, &EXISTS, &FENCE, &CLAIM, &LEAVE, &INSPECT, &FORCE,
+        &SAVE,
+        &SAVE_READ,
+        &PUT_OFF,
+        &DELETE,
+        &EXISTS,
+        &FENCE,
+        &CLAIM,
+        &LEAVE,
+        &INSPECT,
+        &FORCE,
+        &SEMAPHORE_SAVE,
+        &SEMAPHORE_PUT_OFF,
+        &SEMAPHORE_DELETE,
+        &SEMAPHORE_EXISTS,
+        &SEMAPHORE_CLAIM,
+        &SEMAPHORE_LEAVE,
     ] {
         LazyLock::force(script);
     }

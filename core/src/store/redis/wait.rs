@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::calls::{grant_list, Holder, ScriptCall, Turn};
+use super::calls::{Holder, Target, Turn};
 use super::protocol::{Signal, HANDED_OVER, SIGNAL_POLL_CAP, TAKE_BACK_AFTER};
 use super::transport::{RunError, RunErrorKind, Transport};
 use super::RedisStore;
@@ -40,9 +40,10 @@ impl Failure {
     }
 }
 
-/// The waiting caller: its lock (copied, as the key changes between rounds), its grant list, and
-/// when its wait began.
+/// The waiting caller: its lock or slots (copied, as the key changes between rounds), its grant
+/// list, and when its wait began.
 struct Waiter {
+    target: Target,
     resource: Vec<u8>,
     token: String,
     /// What its lock leaves in the store for an operator (`holder::record`).
@@ -52,12 +53,13 @@ struct Waiter {
 }
 
 impl Waiter {
-    fn new(holder: Holder<'_>, record: String) -> Self {
+    fn new(target: Target, holder: Holder<'_>, record: String) -> Self {
         Waiter {
+            target,
             resource: holder.resource.to_vec(),
             token: holder.token.to_owned(),
             record,
-            grant: grant_list(holder),
+            grant: target.grant_list(holder),
             since: Instant::now(),
         }
     }
@@ -96,15 +98,14 @@ impl<T: Transport> RedisStore<T> {
     fn round(
         &self,
         key: &mut Key,
-        (mode, ttl): (Mode, Ttl),
+        ttl: Ttl,
         waiting: &Waiting,
         pause: Duration,
     ) -> std::result::Result<Round, Failure> {
         let asked = Instant::now();
         Self::prepare(key, ttl);
         let waiter = &waiting.waiter;
-        let call = ScriptCall::take(
-            mode,
+        let call = waiter.target.take(
             waiter.holder(),
             ttl,
             &waiter.record,
@@ -140,7 +141,10 @@ impl<T: Transport> RedisStore<T> {
             // The releaser's connection wrote this lock, and WAIT counts a connection's own
             // writes only: the claim (the hand-over record goes) is this connection's write after
             // it, so its acknowledgement covers the hand-over.
-            let claim = ScriptCall::accept_hand_over(waiting.waiter.holder());
+            let claim = waiting
+                .waiter
+                .target
+                .accept_hand_over(waiting.waiter.holder());
             if self.transport.run(&claim, waiting.deadline)? != 1 {
                 return Err(self.not_held(key).into());
             }
@@ -158,7 +162,7 @@ impl<T: Transport> RedisStore<T> {
     fn last_attempt(
         &self,
         key: &mut Key,
-        (mode, ttl): (Mode, Ttl),
+        ttl: Ttl,
         waiting: &Waiting,
     ) -> std::result::Result<bool, Failure> {
         // The deadline has passed, so its bound on socket waits would leave this attempt 1 ms: a
@@ -169,8 +173,7 @@ impl<T: Transport> RedisStore<T> {
         let grace = Some(Instant::now() + LAST_ATTEMPT_GRACE);
         Self::prepare(key, ttl);
         let waiter = &waiting.waiter;
-        let call = ScriptCall::take(
-            mode,
+        let call = waiter.target.take(
             waiter.holder(),
             ttl,
             &waiter.record,
@@ -196,7 +199,7 @@ impl<T: Transport> RedisStore<T> {
     fn leave(&self, waiter: &Waiter, deadline: Option<Instant>) {
         let _ = self
             .transport
-            .run(&ScriptCall::give_up(waiter.holder()), deadline);
+            .run(&waiter.target.give_up(waiter.holder()), deadline);
     }
 }
 
@@ -223,14 +226,33 @@ impl<T: Transport> BlockingStore for RedisStore<T> {
         deadline: Option<Instant>,
         report: &mut WaitReport,
     ) -> Result<bool> {
+        let target = Target::Lock(mode);
+        self.wait_for(target, key, ttl, deadline, report)
+    }
+}
+
+impl<T: Transport> RedisStore<T> {
+    /// The wait for a lock or a semaphore's slots.
+    pub(super) fn wait_for(
+        &self,
+        target: Target,
+        key: &mut Key,
+        ttl: Option<Ttl>,
+        deadline: Option<Instant>,
+        report: &mut WaitReport,
+    ) -> Result<bool> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
+        let (holder, record) = match target {
+            Target::Lock(_) => (self.holder(key)?, self.record_of(key)),
+            Target::Semaphore(_) => (self.slot_holder(key)?, String::new()),
+        };
         let mut waiting = Waiting {
-            waiter: Waiter::new(self.holder(key)?, self.record_of(key)),
+            waiter: Waiter::new(target, holder, record),
             deadline,
             hint: None,
             answered: false,
         };
-        self.rounds(key, (mode, ttl), &mut waiting, report)
+        self.rounds(key, ttl, &mut waiting, report)
             .map_err(|failure| match failure {
                 Failure::Transport(e) => self.error(key, e),
                 Failure::Engine(e) => e,
@@ -243,7 +265,7 @@ impl<T: Transport> RedisStore<T> {
     fn rounds(
         &self,
         key: &mut Key,
-        lock: (Mode, Ttl),
+        ttl: Ttl,
         waiting: &mut Waiting,
         report: &mut WaitReport,
     ) -> std::result::Result<bool, Failure> {
@@ -261,7 +283,7 @@ impl<T: Transport> RedisStore<T> {
                 .deadline
                 .map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
-                return self.last_attempt(key, lock, waiting);
+                return self.last_attempt(key, ttl, waiting);
             }
             let pause = [Some(SIGNAL_POLL_CAP), waiting.hint, left]
                 .into_iter()
@@ -269,7 +291,7 @@ impl<T: Transport> RedisStore<T> {
                 .min()
                 .unwrap_or(SIGNAL_POLL_CAP)
                 .max(Duration::from_millis(1));
-            if let Some(got) = self.next_round(key, lock, waiting, pause, report)? {
+            if let Some(got) = self.next_round(key, ttl, waiting, pause, report)? {
                 return Ok(got);
             }
         }
@@ -279,12 +301,12 @@ impl<T: Transport> RedisStore<T> {
     fn next_round(
         &self,
         key: &mut Key,
-        lock: (Mode, Ttl),
+        ttl: Ttl,
         waiting: &mut Waiting,
         pause: Duration,
         report: &mut WaitReport,
     ) -> std::result::Result<Option<bool>, Failure> {
-        let round = match self.round(key, lock, waiting, pause) {
+        let round = match self.round(key, ttl, waiting, pause) {
             // Redis restarted and is loading its data: the lock may well be held there; wait as
             // for a holder that does not hand over, and ask again.
             Err(e) if e.is(RunErrorKind::Loading) => {
@@ -310,7 +332,7 @@ impl<T: Transport> RedisStore<T> {
                 waiting.hint = None;
                 // The holder expires before the pause would have ended: wait that long only.
                 let pause = holder_left.unwrap_or(pause).min(pause);
-                self.until_holder_expires(key, lock.1, waiting, pause, report)
+                self.until_holder_expires(key, ttl, waiting, pause, report)
             }
         }
     }
