@@ -60,6 +60,72 @@ pub fn to_php(err: Error) -> PhpException {
     throwable(&err, object)
 }
 
+/// Which exception family an error of a call becomes: a lock's (`Deadbolt\Exception\*`), or a
+/// semaphore's (symfony/semaphore's classes under `Deadbolt\Semaphore\Exception\`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Lock,
+    Semaphore,
+}
+
+impl Family {
+    /// The exception object for `err` (its cause chain, as a lock's, as `previous`).
+    pub fn exception_object(self, err: &Error) -> Option<Zval> {
+        match self {
+            Family::Lock => exception_object(err),
+            Family::Semaphore => {
+                let previous = err.cause().and_then(exception_object);
+                new_exception(
+                    semaphore_class_of(err).entry(),
+                    &semaphore_message(err),
+                    previous,
+                )
+            }
+        }
+    }
+
+    /// Wraps an exception object of this family (or a plain one) for throwing.
+    pub fn throwable(self, err: &Error, object: Option<Zval>) -> PhpException {
+        match self {
+            Family::Lock => throwable(err, object),
+            Family::Semaphore => {
+                let class = semaphore_class_of(err).entry();
+                let exception = PhpException::new(semaphore_message(err), 0, class);
+                match object {
+                    Some(object) => exception.with_object(object),
+                    None => exception,
+                }
+            }
+        }
+    }
+}
+
+/// symfony/semaphore's class for a semaphore's error: a slot no longer held (taken away, expired,
+/// lost) is `SemaphoreExpiredException`, bad input `InvalidArgumentException`, a failing store
+/// `RuntimeException` (as symfony/semaphore wraps a store's failure).
+fn semaphore_class_of(err: &Error) -> ExceptionClass {
+    match err.kind() {
+        ErrorKind::InvalidArgument | ErrorKind::InvalidTtl => {
+            ExceptionClass::SemaphoreInvalidArgument
+        }
+        ErrorKind::Conflict | ErrorKind::Expired => ExceptionClass::SemaphoreExpired,
+        _ => ExceptionClass::SemaphoreRuntime,
+    }
+}
+
+/// symfony/semaphore's wording where it has one ("The semaphore "x" has expired: ...").
+fn semaphore_message(err: &Error) -> String {
+    match err {
+        Error::Conflict { resource, store, .. } => format!(
+            "The semaphore \"{resource}\" has expired: this key holds no slot of it in {store} any more."
+        ),
+        Error::Expired { message } => {
+            format!("The semaphore has expired: {}", message.trim_end_matches('.')) + "."
+        }
+        _ => err.to_string(),
+    }
+}
+
 /// A `Deadbolt\Exception\InvalidArgumentException` with `message`.
 pub fn invalid_argument(message: String) -> PhpException {
     to_php(Error::InvalidArgument { message })

@@ -1,4 +1,4 @@
-//! The `Deadbolt\Exception\*` hierarchy, registered with `ClassBuilder` as plain classes so they
+//! The `Deadbolt\Exception\*` hierarchy and symfony/semaphore's under `Deadbolt\Semaphore\Exception\`, registered with `ClassBuilder` as plain classes so they
 //! behave like userland exceptions: constructible from PHP, with a real file, line and trace, and
 //! subclassable. (`#[php_class]` exceptions in ext-php-rs 0.16 are none of these.)
 
@@ -10,7 +10,11 @@ use ext_php_rs::builders::ClassBuilder;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::zend::{ce, ClassEntry};
 
-const INTERFACE: &str = "Deadbolt\\Exception\\ExceptionInterface";
+/// The interfaces every exception of a family implements: the locks', the semaphores'.
+const INTERFACES: [&str; 2] = [
+    "Deadbolt\\Exception\\ExceptionInterface",
+    "Deadbolt\\Semaphore\\Exception\\ExceptionInterface",
+];
 
 /// Every concrete exception class Deadbolt throws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,11 +27,16 @@ pub enum ExceptionClass {
     LockReleasing,
     LockStorage,
     UnserializableKey,
+    SemaphoreInvalidArgument,
+    SemaphoreRuntime,
+    SemaphoreAcquiring,
+    SemaphoreExpired,
+    SemaphoreReleasing,
 }
 
 impl ExceptionClass {
     /// Registration order: parents before children.
-    const ALL: [ExceptionClass; 8] = [
+    const ALL: [ExceptionClass; 13] = [
         ExceptionClass::InvalidArgument,
         ExceptionClass::InvalidTtl,
         ExceptionClass::LockAcquiring,
@@ -36,6 +45,11 @@ impl ExceptionClass {
         ExceptionClass::LockReleasing,
         ExceptionClass::LockStorage,
         ExceptionClass::UnserializableKey,
+        ExceptionClass::SemaphoreInvalidArgument,
+        ExceptionClass::SemaphoreRuntime,
+        ExceptionClass::SemaphoreAcquiring,
+        ExceptionClass::SemaphoreExpired,
+        ExceptionClass::SemaphoreReleasing,
     ];
 
     /// The fully qualified PHP class name.
@@ -49,13 +63,28 @@ impl ExceptionClass {
             ExceptionClass::LockReleasing => "Deadbolt\\Exception\\LockReleasingException",
             ExceptionClass::LockStorage => "Deadbolt\\Exception\\LockStorageException",
             ExceptionClass::UnserializableKey => "Deadbolt\\Exception\\UnserializableKeyException",
+            ExceptionClass::SemaphoreInvalidArgument => {
+                "Deadbolt\\Semaphore\\Exception\\InvalidArgumentException"
+            }
+            ExceptionClass::SemaphoreRuntime => "Deadbolt\\Semaphore\\Exception\\RuntimeException",
+            ExceptionClass::SemaphoreAcquiring => {
+                "Deadbolt\\Semaphore\\Exception\\SemaphoreAcquiringException"
+            }
+            ExceptionClass::SemaphoreExpired => {
+                "Deadbolt\\Semaphore\\Exception\\SemaphoreExpiredException"
+            }
+            ExceptionClass::SemaphoreReleasing => {
+                "Deadbolt\\Semaphore\\Exception\\SemaphoreReleasingException"
+            }
         }
     }
 
     /// The parent class, as a class-entry getter and its name.
     fn parent(self) -> (fn() -> &'static ClassEntry, &'static str) {
         match self {
-            ExceptionClass::InvalidArgument => (spl_invalid_argument, "InvalidArgumentException"),
+            ExceptionClass::InvalidArgument | ExceptionClass::SemaphoreInvalidArgument => {
+                (spl_invalid_argument, "InvalidArgumentException")
+            }
             ExceptionClass::InvalidTtl => (
                 deadbolt_invalid_argument,
                 ExceptionClass::InvalidArgument.name(),
@@ -64,15 +93,32 @@ impl ExceptionClass {
         }
     }
 
+    /// Which family's interface it implements (an index into [`INTERFACES`]).
+    fn family(self) -> usize {
+        match self {
+            ExceptionClass::SemaphoreInvalidArgument
+            | ExceptionClass::SemaphoreRuntime
+            | ExceptionClass::SemaphoreAcquiring
+            | ExceptionClass::SemaphoreExpired
+            | ExceptionClass::SemaphoreReleasing => 1,
+            _ => 0,
+        }
+    }
+
     /// The registered class entry.
     pub fn entry(self) -> &'static ClassEntry {
-        registered(self as usize + 1)
+        registered(self as usize + INTERFACES.len())
     }
 }
 
-/// Class entries of the interface (slot 0) and the classes (slot 1 + variant), recorded by
-/// `park` when PHP registers them: at MINIT the engine's class lookup is not available yet.
-static REGISTERED: [AtomicPtr<ClassEntry>; 9] = [const { AtomicPtr::new(ptr::null_mut()) }; 9];
+/// How many class entries are kept: the interfaces, then the classes.
+const SLOTS: usize = 15;
+const _: () = assert!(SLOTS == INTERFACES.len() + ExceptionClass::ALL.len());
+
+/// Class entries of the interfaces (slots 0 and 1) and the classes (slot 2 + variant), recorded
+/// by `park` when PHP registers them: at MINIT the engine's class lookup is not available yet.
+static REGISTERED: [AtomicPtr<ClassEntry>; SLOTS] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
 
 // The signature is the one `ClassBuilder::registration` asks for.
 #[allow(clippy::boxed_local)]
@@ -81,9 +127,9 @@ fn park<const SLOT: usize>(ce: &'static mut ClassEntry, _tables: ArgInfoTables) 
     REGISTERED[SLOT].store(ce, Ordering::Release);
 }
 
-const PARKERS: [fn(&'static mut ClassEntry, ArgInfoTables); 9] = [
+const PARKERS: [fn(&'static mut ClassEntry, ArgInfoTables); SLOTS] = [
     park::<0>, park::<1>, park::<2>, park::<3>, park::<4>, park::<5>, park::<6>, park::<7>,
-    park::<8>,
+    park::<8>, park::<9>, park::<10>, park::<11>, park::<12>, park::<13>, park::<14>,
 ];
 
 fn registered(slot: usize) -> &'static ClassEntry {
@@ -96,8 +142,12 @@ fn registered(slot: usize) -> &'static ClassEntry {
     unsafe { entry.as_ref() }.unwrap_or_else(ce::exception)
 }
 
-fn interface() -> &'static ClassEntry {
+fn lock_interface() -> &'static ClassEntry {
     registered(0)
+}
+
+fn semaphore_interface() -> &'static ClassEntry {
+    registered(1)
 }
 
 fn deadbolt_invalid_argument() -> &'static ClassEntry {
@@ -138,16 +188,20 @@ pub fn bad_method_call() -> &'static ClassEntry {
 /// # Errors
 /// When PHP refuses a class (a name already taken by another extension).
 pub fn register() -> ext_php_rs::error::Result<()> {
-    ClassBuilder::new(INTERFACE)
-        .flags(ClassFlags::Interface)
-        .implements((ce::throwable, "Throwable"))
-        .registration(PARKERS[0])
-        .register()?;
+    for (slot, name) in INTERFACES.iter().enumerate() {
+        ClassBuilder::new(*name)
+            .flags(ClassFlags::Interface)
+            .implements((ce::throwable, "Throwable"))
+            .registration(PARKERS[slot])
+            .register()?;
+    }
+    let interfaces: [fn() -> &'static ClassEntry; 2] = [lock_interface, semaphore_interface];
     for class in ExceptionClass::ALL {
+        let family = class.family();
         ClassBuilder::new(class.name())
             .extends(class.parent())
-            .implements((interface, INTERFACE))
-            .registration(PARKERS[class as usize + 1])
+            .implements((interfaces[family], INTERFACES[family]))
+            .registration(PARKERS[class as usize + INTERFACES.len()])
             .register()?;
     }
     Ok(())

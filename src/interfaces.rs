@@ -89,6 +89,24 @@ pub trait BlockingSharedLockStoreInterface: SharedLockStoreInterface {
     fn wait_and_save_read(&self, key: &PhpKey);
 }
 
+/// symfony/semaphore's `SemaphoreInterface`.
+#[php_interface]
+#[php(name = "Deadbolt\\Semaphore\\SemaphoreInterface")]
+pub trait SemaphoreInterface {
+    fn acquire(&mut self) -> bool;
+
+    #[php(defaults(ttlInSecond = None))]
+    fn refresh(&mut self, ttlInSecond: Option<f64>);
+
+    fn is_acquired(&mut self) -> bool;
+
+    fn release(&mut self);
+
+    fn is_expired(&self) -> bool;
+
+    fn get_remaining_lifetime(&self) -> Option<f64>;
+}
+
 /// symfony/lock's `StrategyInterface`: when a combined store's answers make a lock held.
 #[php_interface]
 #[php(name = "Deadbolt\\Strategy\\StrategyInterface")]

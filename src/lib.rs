@@ -19,6 +19,7 @@ mod php_call;
 mod php_param;
 mod php_redis_client;
 mod redis_store;
+mod semaphore;
 mod store_arg;
 mod store_contract;
 mod store_factory;
@@ -86,6 +87,11 @@ fn install_engine_hooks() {
     zend_object::let_serialize_reach::<lock::PhpLock>();
     zend_object::let_serialize_reach::<key::PhpKey>();
     lock::PhpLock::hook_destructor();
+    semaphore::PhpSemaphore::hook_destructor();
+    zend_object::let_serialize_reach::<semaphore::PhpSemaphore>();
+    zend_object::gc::hook_gc::<semaphore::PhpSemaphore>();
+    zend_object::gc::hook_gc::<semaphore::PhpSemaphoreFactory>();
+    zend_object::hook_debug_info::<semaphore::PhpSemaphore>();
     lock_factory::PhpLockFactory::require_construction();
     key::PhpKey::hook_compare();
     zend_object::hook_debug_info::<key::PhpKey>();
@@ -136,6 +142,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .interface::<interfaces::PhpInterfaceSharedLockStoreInterface>()
         .interface::<interfaces::PhpInterfaceBlockingSharedLockStoreInterface>()
         .interface::<interfaces::PhpInterfaceStrategyInterface>()
+        .interface::<interfaces::PhpInterfaceSemaphoreInterface>()
         .class::<key::PhpKey>()
         .class::<lock::PhpLock>()
         .class::<lock_factory::PhpLockFactory>()
@@ -152,4 +159,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<lock_state::PhpWaiter>()
         .class::<lock_state::PhpLockState>()
         .class::<end_of_request::PhpEndOfRequest>()
+        .class::<semaphore::PhpSemaphoreKey>()
+        .class::<semaphore::PhpSemaphore>()
+        .class::<semaphore::PhpSemaphoreFactory>()
 }

@@ -16,9 +16,7 @@ use ext_php_rs::zend::run_handler;
 
 use crate::args;
 use crate::end_of_request;
-use crate::error_map::{
-    bad_method_call_exception, exception_object, lock_conflicted, not_rebuildable, throwable,
-};
+use crate::error_map::{bad_method_call_exception, lock_conflicted, not_rebuildable, Family};
 use crate::key::PhpKey;
 use crate::logger::{report_store_warning, take_store_warning, EventLog};
 use crate::php_call;
@@ -51,13 +49,26 @@ impl Default for PhpLock {
 
 impl PhpLock {
     fn take(
-        object: &mut ZendClassObject<PhpLock>,
+        object: &mut PhpLock,
         mode: Mode,
         blocking: bool,
         timeout: Option<f64>,
     ) -> PhpResult<bool> {
+        object.take_as(Family::Lock, mode, blocking, timeout)
+    }
+
+    /// An acquire (see [`Self::run_as`] for `family`), and the end-of-request bookkeeping of a
+    /// hold.
+    pub(crate) fn take_as(
+        &mut self,
+        family: Family,
+        mode: Mode,
+        blocking: bool,
+        timeout: Option<f64>,
+    ) -> PhpResult<bool> {
+        let object = self;
         let wait = args::wait(blocking, timeout)?;
-        let acquired = match object.run(|lock, log| lock.acquire(mode, wait, log)) {
+        let acquired = match object.run_as(family, |lock, log| lock.acquire(mode, wait, log)) {
             // A signal handler threw (or exited) during the wait: its exception is what the caller
             // gets; the wait ended without the lock.
             Err(_) if php_call::exception_in_flight() => return Ok(false),
@@ -78,7 +89,7 @@ impl PhpLock {
     /// symfony/lock's destructor without its fatal error when the store is down. After a fatal
     /// error PHP runs no destructors; Rust's `Drop` then releases the locks of owned stores.
     pub fn hook_destructor() {
-        hook_destructor::<PhpLock>(destroy_lock);
+        hook_destructor::<PhpLock>(destroy_holding::<PhpLock>);
     }
 
     pub fn new(inner: Lock, logger: Option<Zval>) -> Self {
@@ -117,6 +128,15 @@ impl PhpLock {
         &mut self,
         call: impl FnOnce(&mut Lock, &mut EventLog) -> Result<T, Error>,
     ) -> PhpResult<T> {
+        self.run_as(Family::Lock, call)
+    }
+
+    /// [`Self::run`], its error thrown as an exception of `family`.
+    pub(crate) fn run_as<T>(
+        &mut self,
+        family: Family,
+        call: impl FnOnce(&mut Lock, &mut EventLog) -> Result<T, Error>,
+    ) -> PhpResult<T> {
         php_call::method(|| {
             // Without a logger nothing is recorded, and the resource is copied only when needed.
             let mut events = EventLog::recording(self.logger.is_some());
@@ -142,11 +162,11 @@ impl PhpLock {
                     Ok(value)
                 }
                 Err(err) => {
-                    let object = exception_object(&err);
+                    let object = family.exception_object(&err);
                     if let Some(logger) = &logger {
                         events.send(logger, &resource(), object.as_ref());
                     }
-                    Err(throwable(&err, object))
+                    Err(family.throwable(&err, object))
                 }
             }
         })
@@ -354,11 +374,24 @@ fn cannot_serialize() -> PhpException {
     bad_method_call_exception("Cannot serialize Deadbolt\\Lock.")
 }
 
-unsafe extern "C" fn destroy_lock(object: *mut ZendObject) {
-    // SAFETY: PHP hands a live object of this class (the handler table is PhpLock's only).
-    let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<PhpLock>::from_zend_obj_mut);
+/// A PHP class whose objects hold an engine lock: a Lock, a Semaphore.
+pub(crate) trait HoldsLock: ext_php_rs::class::RegisteredClass {
+    fn php_lock(&self) -> &PhpLock;
+}
+
+impl HoldsLock for PhpLock {
+    fn php_lock(&self) -> &PhpLock {
+        self
+    }
+}
+
+/// The destructor of a class whose objects hold an engine lock: the lock is released as it dies
+/// while held (through PHP for a lent connection), silently.
+pub(crate) unsafe extern "C" fn destroy_holding<C: HoldsLock>(object: *mut ZendObject) {
+    // SAFETY: PHP hands a live object of this class (the handler table is C's only).
+    let lock = unsafe { object.as_mut() }.and_then(ZendClassObject::<C>::from_zend_obj_mut);
     if let Some(lock) = lock {
-        let inner = Rc::clone(&lock.inner);
+        let inner = Rc::clone(&lock.php_lock().inner);
         end_of_request::forget(&inner);
         let lent = inner
             .try_borrow()

@@ -56,7 +56,8 @@ impl EventSink for EventLog {
             level: event.level.as_str(),
             message: event.message,
             figures: [
-                ("ttl", event.ttl),
+                // symfony/semaphore names the TTL of its "Expiration defined" message so.
+                (ttl_name(event.message), event.ttl),
                 ("wait", event.wait),
                 ("hold", event.hold),
                 ("timeout", event.timeout),
@@ -70,6 +71,16 @@ impl EventSink for EventLog {
                 Some(_) => Exception::TheCalls,
             },
         });
+    }
+}
+
+/// The context key of a message's TTL: `ttlInSecond` where its template says so
+/// (symfony/semaphore's), `ttl` otherwise (symfony/lock's).
+fn ttl_name(message: &str) -> &'static str {
+    if message.contains("{ttlInSecond}") {
+        "ttlInSecond"
+    } else {
+        "ttl"
     }
 }
 

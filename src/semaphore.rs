@@ -1,0 +1,355 @@
+//! `Deadbolt\Semaphore\{SemaphoreFactory, Semaphore, Key}`: symfony/semaphore's API on the engine,
+//! where a semaphore is a lock on a key with slots (core's `semaphore.rs`). The Semaphore class
+//! holds a `PhpLock` and uses its calls, with symfony/semaphore's exceptions.
+// PHP takes parameter names from the Rust names; symfony/semaphore spells them in camelCase.
+#![allow(non_snake_case)]
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use deadbolt_core::{AutoRefresh, Key, Lock, Mode, SharedKey, Slots, StoreRef};
+use ext_php_rs::binary::Binary;
+use ext_php_rs::flags::ClassFlags;
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::{ZendObject, Zval};
+
+use crate::args;
+use crate::error_map::{bad_method_call_exception, Family};
+use crate::lock::{HoldsLock, PhpLock};
+use crate::php_param::{Bool, Bytes, Float, OptionalFloat};
+use crate::store_arg::engine_store_arg;
+use crate::zend_object::gc::GcChildren;
+use crate::zend_object::hook_destructor;
+
+/// symfony/semaphore's default TTL (seconds).
+const DEFAULT_TTL: f64 = 300.0;
+
+/// An engine error as symfony/semaphore's exception.
+fn semaphore_error(err: deadbolt_core::Error) -> PhpException {
+    let object = Family::Semaphore.exception_object(&err);
+    Family::Semaphore.throwable(&err, object)
+}
+
+/// `Deadbolt\Semaphore\Key`: a resource, how many may hold it at once (`limit`), and this key's
+/// share (`weight`).
+#[php_class]
+#[php(name = "Deadbolt\\Semaphore\\Key")]
+#[php(flags = ClassFlags::Final)]
+pub struct PhpSemaphoreKey {
+    inner: SharedKey,
+}
+
+/// What PHP makes without the constructor (`clone`, `unserialize()`): one slot of one on "".
+impl Default for PhpSemaphoreKey {
+    fn default() -> Self {
+        let key = Key::with_slots("", Slots::ONE);
+        PhpSemaphoreKey {
+            inner: Arc::new(parking_lot::Mutex::new(key)),
+        }
+    }
+}
+
+/// A TTL argument of a semaphore: positive and finite, else symfony/semaphore's
+/// InvalidArgumentException (with Deadbolt's words for what is wrong).
+fn semaphore_ttl(secs: Option<f64>) -> PhpResult<Option<deadbolt_core::Ttl>> {
+    secs.map(|secs| deadbolt_core::Ttl::from_secs(secs).map_err(semaphore_error))
+        .transpose()
+}
+
+impl PhpSemaphoreKey {
+    fn slots(&self) -> Option<Slots> {
+        self.inner.try_lock().and_then(|key| key.slots())
+    }
+
+    fn key(&self) -> PhpResult<parking_lot::MutexGuard<'_, Key>> {
+        self.inner.try_lock().ok_or_else(crate::key::key_in_use)
+    }
+}
+
+#[php_impl]
+impl PhpSemaphoreKey {
+    #[php(defaults(weight = 1))]
+    pub fn __construct(resource: Bytes<1>, limit: i64, weight: i64) -> PhpResult<Self> {
+        let slots = Slots::new(limit, weight).map_err(semaphore_error)?;
+        Ok(PhpSemaphoreKey {
+            inner: Arc::new(parking_lot::Mutex::new(Key::with_slots(resource.0, slots))),
+        })
+    }
+
+    #[php(name = "__toString")]
+    pub fn to_string(&self) -> PhpResult<Binary<u8>> {
+        Ok(Binary::new(self.key()?.resource().to_vec()))
+    }
+
+    pub fn get_limit(&self) -> i64 {
+        self.slots()
+            .map_or(1, |s| i64::try_from(s.limit()).unwrap_or(i64::MAX))
+    }
+
+    pub fn get_weight(&self) -> i64 {
+        self.slots()
+            .map_or(1, |s| i64::try_from(s.weight()).unwrap_or(i64::MAX))
+    }
+
+    pub fn reset_lifetime(&self) -> PhpResult<()> {
+        self.key()?.reset_lifetime();
+        Ok(())
+    }
+
+    pub fn reduce_lifetime(&self, ttlInSeconds: Float<1>) -> PhpResult<()> {
+        let ttl = semaphore_ttl(Some(ttlInSeconds.0))?;
+        let mut key = self.key()?;
+        match ttl {
+            Some(ttl) => key.reduce_lifetime(ttl),
+            None => key.expire_now(),
+        }
+        Ok(())
+    }
+
+    pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
+        Ok(self.key()?.remaining_lifetime())
+    }
+
+    pub fn is_expired(&self) -> PhpResult<bool> {
+        Ok(self.key()?.is_expired())
+    }
+}
+
+/// `Deadbolt\Semaphore\Semaphore`: symfony/semaphore's Semaphore, plus waits with a deadline and a
+/// hand-over in order of arrival, the background refresher, `isLost()`, fork safety and metrics.
+#[php_class]
+#[php(name = "Deadbolt\\Semaphore\\Semaphore")]
+#[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceSemaphoreInterface))]
+#[derive(Default)]
+pub struct PhpSemaphore {
+    lock: PhpLock,
+}
+
+impl HoldsLock for PhpSemaphore {
+    fn php_lock(&self) -> &PhpLock {
+        &self.lock
+    }
+}
+
+impl PhpSemaphore {
+    /// Releases a Semaphore that dies while held, as a Lock is (symfony/semaphore's destructor).
+    pub fn hook_destructor() {
+        hook_destructor::<PhpSemaphore>(crate::lock::destroy_holding::<PhpSemaphore>);
+    }
+}
+
+#[php_impl]
+impl PhpSemaphore {
+    /// As symfony/semaphore's `new Semaphore($key, $store, $ttlInSecond, $autoRelease)`; usually
+    /// made by SemaphoreFactory.
+    #[php(defaults(ttlInSecond = DEFAULT_TTL, autoRelease = true))]
+    pub fn __construct(
+        key: &PhpSemaphoreKey,
+        store: &mut ZendObject,
+        ttlInSecond: OptionalFloat<3>,
+        autoRelease: Bool<4>,
+    ) -> PhpResult<Self> {
+        let factory = PhpSemaphoreFactory::on(
+            store,
+            "Deadbolt\\Semaphore\\Semaphore::__construct(): Argument #2 ($store)",
+        )?;
+        factory.semaphore(
+            Arc::clone(&key.inner),
+            ttlInSecond.0,
+            autoRelease.0,
+            AutoRefresh::default(),
+        )
+    }
+
+    /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.
+    pub fn set_logger(&mut self, logger: &mut ZendObject) -> PhpResult<()> {
+        self.lock.set_logger(logger)
+    }
+
+    /// Takes the key's weight. `acquire()` alone answers at once, as symfony/semaphore's;
+    /// `acquire(true)` waits until freed weight is handed to it (first come, first served),
+    /// `$timeout` seconds at most (then false).
+    #[php(defaults(blocking = false, timeout = None))]
+    pub fn acquire(&mut self, blocking: Bool<1>, timeout: OptionalFloat<2>) -> PhpResult<bool> {
+        self.lock
+            .take_as(Family::Semaphore, Mode::Exclusive, blocking.0, timeout.0)
+    }
+
+    #[php(defaults(ttlInSecond = None))]
+    pub fn refresh(&mut self, ttlInSecond: OptionalFloat<1>) -> PhpResult<()> {
+        let ttl = semaphore_ttl(ttlInSecond.0)?;
+        self.lock
+            .run_as(Family::Semaphore, |lock, log| lock.refresh(ttl, log))
+    }
+
+    pub fn is_acquired(&mut self) -> PhpResult<bool> {
+        self.lock
+            .run_as(Family::Semaphore, |lock, _| lock.is_acquired())
+    }
+
+    pub fn release(&mut self) -> PhpResult<()> {
+        self.lock
+            .run_as(Family::Semaphore, |lock, log| lock.release(log))
+    }
+
+    /// True once the background refresher found the slot gone (no network call).
+    pub fn is_lost(&self) -> PhpResult<bool> {
+        self.lock.is_lost()
+    }
+
+    pub fn is_expired(&self) -> PhpResult<bool> {
+        self.lock.is_expired()
+    }
+
+    pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
+        self.lock.get_remaining_lifetime()
+    }
+
+    #[php(name = "__serialize")]
+    pub fn serialize(&self) -> PhpResult<Vec<i64>> {
+        Err(bad_method_call_exception(
+            "Cannot serialize Deadbolt\\Semaphore\\Semaphore",
+        ))
+    }
+
+    #[php(name = "__unserialize")]
+    pub fn unserialize(&self, data: &ext_php_rs::types::ZendHashTable) -> PhpResult<()> {
+        let _ = data;
+        Err(bad_method_call_exception(
+            "Cannot unserialize Deadbolt\\Semaphore\\Semaphore",
+        ))
+    }
+}
+
+/// `Deadbolt\Semaphore\SemaphoreFactory`: semaphores on one store (a FlockStore, InMemoryStore or
+/// RedisStore: the same objects as for locks), all reporting to one logger.
+#[php_class]
+#[php(name = "Deadbolt\\Semaphore\\SemaphoreFactory")]
+pub struct PhpSemaphoreFactory {
+    store: StoreRef,
+    logger: Option<Zval>,
+}
+
+impl PhpSemaphoreFactory {
+    /// A factory on the semaphores of the store object `store` (`argument` names it in a refusal).
+    fn on(store: &mut ZendObject, argument: &str) -> PhpResult<Self> {
+        let store = engine_store_arg(store, argument)?;
+        let semaphores = |inner: &Rc<dyn deadbolt_core::Store>| {
+            deadbolt_core::semaphores(Rc::clone(inner)).map_err(semaphore_error)
+        };
+        let store = match &store {
+            StoreRef::Owned(inner) => StoreRef::Owned(semaphores(inner)?),
+            StoreRef::Lent(inner) => StoreRef::Lent(semaphores(inner)?),
+        };
+        Ok(PhpSemaphoreFactory {
+            store,
+            logger: None,
+        })
+    }
+
+    fn semaphore(
+        &self,
+        key: SharedKey,
+        ttl: Option<f64>,
+        auto_release: bool,
+        auto_refresh: AutoRefresh,
+    ) -> PhpResult<PhpSemaphore> {
+        let ttl = semaphore_ttl(ttl)?;
+        let lock = Lock::new(key, self.store.clone(), ttl, auto_release)
+            .with_auto_refresh(auto_refresh)
+            .map_err(semaphore_error)?;
+        let logger = self.logger.as_ref().map(Zval::shallow_clone);
+        Ok(PhpSemaphore {
+            lock: PhpLock::new(lock, logger),
+        })
+    }
+
+    fn auto_refresh(enabled: bool, max_hold: Option<f64>) -> PhpResult<AutoRefresh> {
+        Ok(AutoRefresh {
+            enabled,
+            max_hold: args::max_hold(max_hold)?,
+        })
+    }
+}
+
+#[php_impl]
+impl PhpSemaphoreFactory {
+    pub fn __construct(store: &mut ZendObject) -> PhpResult<Self> {
+        Self::on(
+            store,
+            "Deadbolt\\Semaphore\\SemaphoreFactory::__construct(): Argument #1 ($store)",
+        )
+    }
+
+    /// symfony/semaphore's `createSemaphore()`; `$autoRefresh` and `$maxHold` as for locks.
+    #[php(defaults(weight = 1, ttlInSecond = DEFAULT_TTL, autoRelease = true, autoRefresh = false, maxHold = None))]
+    // The PHP signature: symfony/semaphore's five parameters, then the refresher's two.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_semaphore(
+        &self,
+        resource: Bytes<1>,
+        limit: i64,
+        weight: i64,
+        ttlInSecond: OptionalFloat<4>,
+        autoRelease: Bool<5>,
+        autoRefresh: Bool<6>,
+        maxHold: OptionalFloat<7>,
+    ) -> PhpResult<PhpSemaphore> {
+        let slots = Slots::new(limit, weight).map_err(semaphore_error)?;
+        let key = Arc::new(parking_lot::Mutex::new(Key::with_slots(resource.0, slots)));
+        let auto_refresh = Self::auto_refresh(autoRefresh.0, maxHold.0)?;
+        self.semaphore(key, ttlInSecond.0, autoRelease.0, auto_refresh)
+    }
+
+    #[php(defaults(ttlInSecond = DEFAULT_TTL, autoRelease = true, autoRefresh = false, maxHold = None))]
+    pub fn create_semaphore_from_key(
+        &self,
+        key: &PhpSemaphoreKey,
+        ttlInSecond: OptionalFloat<2>,
+        autoRelease: Bool<3>,
+        autoRefresh: Bool<4>,
+        maxHold: OptionalFloat<5>,
+    ) -> PhpResult<PhpSemaphore> {
+        let auto_refresh = Self::auto_refresh(autoRefresh.0, maxHold.0)?;
+        self.semaphore(
+            Arc::clone(&key.inner),
+            ttlInSecond.0,
+            autoRelease.0,
+            auto_refresh,
+        )
+    }
+
+    /// Any PSR-3 logger: an object with `log($level, $message, array $context)`.
+    pub fn set_logger(&mut self, logger: &mut ZendObject) -> PhpResult<()> {
+        self.logger = Some(args::logger(
+            logger,
+            "Deadbolt\\Semaphore\\SemaphoreFactory::setLogger()",
+        )?);
+        Ok(())
+    }
+}
+
+/// Its logger, and the object of a store written in PHP that only this factory holds.
+impl GcChildren for PhpSemaphoreFactory {
+    fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
+        if let Some(logger) = &self.logger {
+            report(logger);
+        }
+        crate::user_store::store_children(&self.store, report);
+    }
+}
+
+/// Its logger.
+impl GcChildren for PhpSemaphore {
+    fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
+        self.lock.gc_children(report);
+    }
+}
+
+/// As a Lock shows itself.
+impl crate::zend_object::DebugInfo for PhpSemaphore {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        self.lock.debug_info(table);
+    }
+}
