@@ -156,6 +156,25 @@ fn put_off_checks_the_key_still_holds_its_slots() {
     assert!(store.put_off_expiration(&mut key, ttl(10.0)).is_err());
 }
 
+/// A slot file removed while held (a temp cleaner) excludes nobody: the key no longer holds it,
+/// and the next taker gets the file now at the path.
+#[test]
+fn a_removed_slot_file_is_no_longer_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sem_store(dir.path());
+    let mut key = Key::with_slots("cleaned", Slots::new(1, 1).unwrap());
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
+    let slot = FlockStore::new(dir.path())
+        .unwrap()
+        .slot_path(b"cleaned", 0);
+    std::fs::remove_file(&slot).unwrap();
+    assert!(!store.exists(&key).unwrap());
+    assert!(store.put_off_expiration(&mut key, ttl(10.0)).is_err());
+    let mut next = Key::with_slots("cleaned", Slots::new(1, 1).unwrap());
+    store.save(&mut next, Mode::Exclusive, None).unwrap();
+    assert!(store.exists(&next).unwrap());
+}
+
 /// Slots freed while a waiter is at the turnstile are the waiter's: a caller that does not wait
 /// is refused, a lighter waiter gives up, and the waiter gets its whole weight.
 #[test]
@@ -218,7 +237,7 @@ fn a_waiter_that_gives_up_leaves_nothing_locked() {
 #[test]
 fn callers_that_do_not_wait_are_not_refused_while_there_is_room() {
     let dir = tempfile::tempdir().unwrap();
-    let rounds = 100;
+    let rounds = 500;
     let start = Arc::new(Barrier::new(4));
     let workers: Vec<_> = (0..4)
         .map(|_| {

@@ -367,3 +367,32 @@ impl SemaphoreStore for FlockStore {
         Ok(got)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_name(path: &Path) -> String {
+        path.file_name().unwrap().to_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn names_are_ours_bounded_and_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FlockStore::new(dir.path()).unwrap();
+        let long = vec![b'x'; 10_000];
+        let longest = file_name(&store.slot_path(&long, MAX_SLOTS - 1));
+        assert!(longest.len() <= 255, "{longest}");
+        for path in [store.turnstile_path(b"a/b"), store.slot_path(b"a/b", 3)] {
+            let name = file_name(&path);
+            assert!(
+                name.starts_with(PREFIX) && !name.ends_with(".lock"),
+                "{name}"
+            );
+            assert_eq!(path.parent(), Some(dir.path()));
+        }
+        // Same slug, other digest.
+        assert_ne!(store.slot_path(b"a/b", 0), store.slot_path(b"a:b", 0));
+        assert_ne!(store.slot_path(b"a", 1), store.slot_path(b"a", 11));
+    }
+}
