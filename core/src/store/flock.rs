@@ -13,6 +13,8 @@
 
 #[path = "flock_list.rs"]
 mod list;
+#[path = "flock_slots.rs"]
+mod slots;
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
@@ -221,12 +223,9 @@ impl FlockStore {
         deadline: Option<Instant>,
         report: &mut WaitReport,
     ) -> Result<bool> {
-        let mut pause = WAIT_BACKOFF_START / 2;
-        let backoff = || {
-            pause = (pause * 2).min(WAIT_BACKOFF_MAX);
-            pause
-        };
-        poll(deadline, report, backoff, || self.lock(key, mode, false))
+        poll(deadline, report, wait_backoff(), || {
+            self.lock(key, mode, false)
+        })
     }
 
     /// Opens (creating with mode 0666 when missing) the key's lock file at `path`, to be kept
@@ -296,6 +295,15 @@ impl FlockStore {
             ),
             e,
         )
+    }
+}
+
+/// The pauses of a wait with a deadline: 1 ms, doubling up to 25 ms (see `poll_until`).
+fn wait_backoff() -> impl FnMut() -> Duration {
+    let mut pause = WAIT_BACKOFF_START / 2;
+    move || {
+        pause = (pause * 2).min(WAIT_BACKOFF_MAX);
+        pause
     }
 }
 
@@ -440,6 +448,7 @@ impl Store for FlockStore {
             blocking: Some(self),
             fencing: Some(self),
             inspecting: Some(self),
+            semaphores: Some(self),
             ..Capabilities::default()
         }
     }
