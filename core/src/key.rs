@@ -40,6 +40,12 @@ pub struct Slots {
 }
 
 impl Slots {
+    /// One slot of one: a semaphore that is a plain lock.
+    pub const ONE: Slots = Slots {
+        limit: 1,
+        weight: 1,
+    };
+
     /// Checked as symfony/semaphore's Key checks them, with its messages.
     ///
     /// # Errors

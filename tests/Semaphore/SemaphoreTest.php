@@ -10,6 +10,7 @@ use Deadbolt\Semaphore\Key;
 use Deadbolt\Semaphore\SemaphoreFactory;
 use Deadbolt\Semaphore\SemaphoreInterface;
 use Deadbolt\Store\CombinedStore;
+use Deadbolt\Store\FlockStore;
 use Deadbolt\Store\InMemoryStore;
 use Deadbolt\Store\RedisStore;
 use Deadbolt\Strategy\UnanimousStrategy;
@@ -22,12 +23,15 @@ use Deadbolt\Tests\Support\SharedRedis;
  */
 final class SemaphoreTest extends DeadboltTestCase
 {
+    private ?string $flockDir = null;
+
     /**
      * @return iterable<string, array{string}>
      */
     public static function stores(): iterable
     {
         yield 'in memory' => ['memory'];
+        yield 'flock' => ['flock'];
         yield 'redis by DSN' => ['redis'];
         yield 'redis over \Redis' => ['phpredis'];
     }
@@ -37,6 +41,7 @@ final class SemaphoreTest extends DeadboltTestCase
         static $memory = null;
         return new SemaphoreFactory(match ($kind) {
             'memory' => $memory ??= new InMemoryStore(),
+            'flock' => new FlockStore($this->flockDir ??= $this->tempDir()),
             'redis' => new RedisStore(SharedRedis::dsn()),
             'phpredis' => new RedisStore(SharedRedis::client()),
         });
