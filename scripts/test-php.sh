@@ -2,7 +2,10 @@
 # The PHPUnit suites of `make test`, each pass against its own private server on a free loopback port:
 #   1. every suite against redis-server (Redis 7.0 on Debian 12, 8.0 on Debian 13) and this platform's symfony/lock;
 #   2. where valkey-server is installed (Debian 13), every suite again against Valkey;
-#   3. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
+#   3. symfony/semaphore's own store tests (RedisStoreTest, PredisStoreTest and the test cases they extend), changed
+#      mechanically to build Deadbolt's store (scripts/symfony-semaphore-tests.sh), against a server of their own
+#      (they flush it): where PHPUnit is 9.6 (Debian 12, with Debian 12's symfony 5.4 tests);
+#   4. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, and tests/Console (Symfony
 #      Console 7.4's LockableTrait on Deadbolt), which needs it.
 #
@@ -21,7 +24,9 @@ pass() {
   bash scripts/redis-stop.sh "$dir" >/dev/null 2>&1 || true
   port=$(DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli bash scripts/redis-start.sh "$dir")
   echo "== $name: $("$server" --version | cut -d' ' -f1-3) on 127.0.0.1:$port"
+  # REDIS_HOST: how symfony/semaphore's own tests find their server.
   DEADBOLT_REDIS_SERVER=$server DEADBOLT_REDIS_CLI=$cli DEADBOLT_REDIS_PORT=$port DEADBOLT_REQUIRE_REDIS=1 \
+    REDIS_HOST=127.0.0.1:$port \
     bash scripts/phpunit.sh "$so" "$@" || rc=$?
   bash scripts/redis-stop.sh "$dir"
   return $rc
@@ -36,6 +41,14 @@ if command -v valkey-server >/dev/null 2>&1; then
   pass valkey valkey-server valkey-cli
 else
   echo "== valkey: not packaged for this Debian (Debian 13 has it: make test-debian13 runs this pass)"
+fi
+if phpunit --version | grep -q '^PHPUnit 9\.'; then
+  own=$(bash scripts/symfony-semaphore-tests.sh "$run_dir/../symfony-semaphore-tests")
+  echo "== $(cat "$own/VERSION")'s own store tests, on Deadbolt's SemaphoreStore"
+  DEADBOLT_SYMFONY_SEMAPHORE_TESTS=$own pass symfony-semaphore-own redis-server redis-cli "$own/RedisStoreTest.php"
+  DEADBOLT_SYMFONY_SEMAPHORE_TESTS=$own pass symfony-semaphore-own redis-server redis-cli "$own/PredisStoreTest.php"
+else
+  echo "== symfony/semaphore's own store tests: run where PHPUnit is 9.6 (Debian 12)"
 fi
 if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
   echo "== symfony/lock $(cat "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")/../../../../../../version" 2>/dev/null) from $DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD"

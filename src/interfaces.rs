@@ -107,6 +107,19 @@ pub trait SemaphoreInterface {
     fn get_remaining_lifetime(&self) -> Option<f64>;
 }
 
+/// symfony/semaphore's `PersistingStoreInterface`.
+#[php_interface]
+#[php(name = "Deadbolt\\Semaphore\\PersistingStoreInterface")]
+pub trait SemaphorePersistingStoreInterface {
+    fn save(&self, key: &crate::semaphore::PhpSemaphoreKey, ttlInSecond: f64);
+
+    fn delete(&self, key: &crate::semaphore::PhpSemaphoreKey);
+
+    fn exists(&self, key: &crate::semaphore::PhpSemaphoreKey) -> bool;
+
+    fn put_off_expiration(&self, key: &crate::semaphore::PhpSemaphoreKey, ttlInSecond: f64);
+}
+
 /// symfony/lock's `StrategyInterface`: when a combined store's answers make a lock held.
 #[php_interface]
 #[php(name = "Deadbolt\\Strategy\\StrategyInterface")]

@@ -143,6 +143,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .interface::<interfaces::PhpInterfaceBlockingSharedLockStoreInterface>()
         .interface::<interfaces::PhpInterfaceStrategyInterface>()
         .interface::<interfaces::PhpInterfaceSemaphoreInterface>()
+        .interface::<interfaces::PhpInterfaceSemaphorePersistingStoreInterface>()
         .class::<key::PhpKey>()
         .class::<lock::PhpLock>()
         .class::<lock_factory::PhpLockFactory>()
@@ -162,4 +163,5 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<semaphore::PhpSemaphoreKey>()
         .class::<semaphore::PhpSemaphore>()
         .class::<semaphore::PhpSemaphoreFactory>()
+        .class::<semaphore::PhpSemaphoreStore>()
 }

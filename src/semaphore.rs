@@ -15,6 +15,7 @@ use ext_php_rs::types::{ZendObject, Zval};
 
 use crate::args;
 use crate::error_map::{bad_method_call_exception, Family};
+use crate::exceptions::ExceptionClass;
 use crate::lock::{HoldsLock, PhpLock};
 use crate::php_param::{Bool, Bytes, Float, OptionalFloat};
 use crate::store_arg::engine_store_arg;
@@ -234,6 +235,14 @@ pub struct PhpSemaphoreFactory {
 impl PhpSemaphoreFactory {
     /// A factory on the semaphores of the store object `store` (`argument` names it in a refusal).
     fn on(store: &mut ZendObject, argument: &str) -> PhpResult<Self> {
+        if let Some(semaphores) =
+            ext_php_rs::types::ZendClassObject::<PhpSemaphoreStore>::from_zend_obj(store)
+        {
+            return Ok(PhpSemaphoreFactory {
+                store: semaphores.store.clone(),
+                logger: None,
+            });
+        }
         let store = engine_store_arg(store, argument)?;
         let semaphores = |inner: &Rc<dyn deadbolt_core::Store>| {
             deadbolt_core::semaphores(Rc::clone(inner)).map_err(semaphore_error)
@@ -351,5 +360,118 @@ impl GcChildren for PhpSemaphore {
 impl crate::zend_object::DebugInfo for PhpSemaphore {
     fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
         self.lock.debug_info(table);
+    }
+}
+
+/// `Deadbolt\Semaphore\SemaphoreStore`: a store's semaphores at symfony/semaphore's store level
+/// (`save`, `putOffExpiration`, `delete`, `exists` on a Key), for code and tests written against
+/// symfony/semaphore's `PersistingStoreInterface`; made from the same store objects as locks.
+#[php_class]
+#[php(name = "Deadbolt\\Semaphore\\SemaphoreStore")]
+#[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceSemaphorePersistingStoreInterface))]
+pub struct PhpSemaphoreStore {
+    store: StoreRef,
+}
+
+impl PhpSemaphoreStore {
+    /// The engine key of `key`, this process's own (a key inherited through fork() holds nothing).
+    fn adopted(key: &PhpSemaphoreKey) -> PhpResult<parking_lot::MutexGuard<'_, Key>> {
+        let mut key = key.key()?;
+        key.adopt_if_inherited();
+        Ok(key)
+    }
+
+    /// symfony/semaphore's check of a store call's TTL, with its message.
+    fn ttl(secs: f64) -> PhpResult<deadbolt_core::Ttl> {
+        deadbolt_core::Ttl::from_secs(secs).map_err(|_| {
+            semaphore_error(deadbolt_core::Error::InvalidArgument {
+                message: format!("The TTL should be greater than 0, '{secs}' given."),
+            })
+        })
+    }
+
+    fn call<T>(
+        &self,
+        call: impl FnOnce(&dyn deadbolt_core::Store) -> PhpResult<T>,
+    ) -> PhpResult<T> {
+        crate::php_call::method(|| call(self.store.store().as_ref()))
+    }
+}
+
+/// symfony/semaphore's exceptions of a store call: `class` with its message about `key`, the
+/// engine's error (if any) as the previous one.
+fn store_exception(class: ExceptionClass, message: String) -> PhpException {
+    let exception = PhpException::new(message.clone(), 0, class.entry());
+    match crate::error_map::new_exception(class.entry(), &message, None) {
+        Some(object) => exception.with_object(object),
+        None => exception,
+    }
+}
+
+#[php_impl]
+impl PhpSemaphoreStore {
+    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore.
+    pub fn __construct(store: &mut ZendObject) -> PhpResult<Self> {
+        let factory = PhpSemaphoreFactory::on(
+            store,
+            "Deadbolt\\Semaphore\\SemaphoreStore::__construct(): Argument #1 ($store)",
+        )?;
+        Ok(PhpSemaphoreStore {
+            store: factory.store,
+        })
+    }
+
+    /// Takes `$key`'s weight for `$ttlInSecond`; `SemaphoreAcquiringException` when there is no
+    /// room.
+    pub fn save(&self, key: &PhpSemaphoreKey, ttlInSecond: Float<2>) -> PhpResult<()> {
+        let ttl = Self::ttl(ttlInSecond.0)?;
+        self.call(|store| {
+            let mut engine = Self::adopted(key)?;
+            match store.save(&mut engine, Mode::Exclusive, Some(ttl)) {
+                Err(e) if e.is_conflict() => Err(store_exception(
+                    ExceptionClass::SemaphoreAcquiring,
+                    format!(
+                        "The semaphore \"{}\" could not be acquired: the script return false.",
+                        engine.display_resource()
+                    ),
+                )),
+                other => other.map_err(semaphore_error),
+            }
+        })
+    }
+
+    /// Puts `$key`'s slot off; `SemaphoreExpiredException` when it holds none.
+    pub fn put_off_expiration(
+        &self,
+        key: &PhpSemaphoreKey,
+        ttlInSecond: Float<2>,
+    ) -> PhpResult<()> {
+        let ttl = Self::ttl(ttlInSecond.0)?;
+        self.call(|store| {
+            let mut engine = Self::adopted(key)?;
+            match store.put_off_expiration(&mut engine, ttl) {
+                Err(e) if e.is_conflict() => Err(store_exception(
+                    ExceptionClass::SemaphoreExpired,
+                    format!(
+                        "The semaphore \"{}\" has expired: the script returns a positive number.",
+                        engine.display_resource()
+                    ),
+                )),
+                other => other.map_err(semaphore_error),
+            }
+        })
+    }
+
+    pub fn delete(&self, key: &PhpSemaphoreKey) -> PhpResult<()> {
+        self.call(|store| {
+            store
+                .delete(&mut *Self::adopted(key)?)
+                .map_err(semaphore_error)
+        })
+    }
+
+    pub fn exists(&self, key: &PhpSemaphoreKey) -> PhpResult<bool> {
+        self.call(|store| store.exists(&*Self::adopted(key)?).map_err(semaphore_error))
     }
 }

@@ -133,5 +133,21 @@ spl_autoload_register(static function (string $class): void {
     }
 });
 
+// symfony/semaphore's own store tests, changed mechanically to run on Deadbolt (scripts/symfony-semaphore-tests.sh),
+// when scripts/test-php.sh runs them: their abstract test cases load on demand.
+spl_autoload_register(static function (string $class): void {
+    $prefix = 'Symfony\\Component\\Semaphore\\Tests\\Store\\';
+    $dir = getenv('DEADBOLT_SYMFONY_SEMAPHORE_TESTS');
+    if (false !== $dir && 0 === strncmp($class, $prefix, strlen($prefix))) {
+        $file = $dir.'/'.substr($class, strlen($prefix)).'.php';
+        if (is_file($file)) {
+            require $file;
+        }
+    }
+});
+if (false !== getenv('DEADBOLT_SYMFONY_SEMAPHORE_TESTS')) {
+    require_once DEADBOLT_PREDIS_AUTOLOAD; // PredisStoreTest's client
+}
+
 // symfony/lock from Debian (php-symfony-lock: 5.4 on Debian 12, 6.4 on Debian 13), the peer of the interop tests.
 require_once deadbolt_symfony_lock_autoload();
