@@ -148,7 +148,7 @@ final class ArgumentFuzzTest extends DeadboltTestCase
         if ('OK' === $outcome) {
             return 'ok';
         }
-        if (1 === preg_match('/^THROW (Deadbolt\\\\Exception\\\\\w+|TypeError|ArgumentCountError|ValueError): /', $outcome)) {
+        if (1 === preg_match('/^THROW (Deadbolt\\\\(Semaphore\\\\)?Exception\\\\\w+|TypeError|ArgumentCountError|ValueError): /', $outcome)) {
             return 'expected exception';
         }
         foreach (self::ALLOWED as $pattern => $reason) {

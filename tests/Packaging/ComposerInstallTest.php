@@ -76,7 +76,11 @@ final class ComposerInstallTest extends DeadboltTestCase
 
         $bridgeFiles = self::filesUnder($app.'/vendor/deadbolt/symfony-bridge');
         $this->assertSame(
-            ['LICENSE', 'README.md', 'composer.json', 'src/DeadboltStore.php', 'src/Exceptions.php', 'src/LockFactory.php', 'src/NativeLock.php', 'src/StoreFactory.php'],
+            [
+                'LICENSE', 'README.md', 'composer.json', 'src/DeadboltStore.php', 'src/Exceptions.php', 'src/LockFactory.php',
+                'src/NativeLock.php', 'src/Semaphore/Exceptions.php', 'src/Semaphore/NativeSemaphore.php',
+                'src/Semaphore/SemaphoreFactory.php', 'src/StoreFactory.php',
+            ],
             array_keys($bridgeFiles)
         );
         foreach (self::filesUnder($root.'/php/src') as $name => $content) {
