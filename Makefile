@@ -130,7 +130,8 @@ bench: build
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/redis.php && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=1,4,8,16 && \
-	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=8 --think=1000 --no-png
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=8 --think=1000 --no-png && \
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/semaphore.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-replica >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  replica=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-replica) && \
