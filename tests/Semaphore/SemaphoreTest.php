@@ -34,6 +34,7 @@ final class SemaphoreTest extends DeadboltTestCase
         yield 'flock' => ['flock'];
         yield 'redis by DSN' => ['redis'];
         yield 'redis over \Redis' => ['phpredis'];
+        yield 'redis over Predis' => ['predis'];
     }
 
     private function factory(string $kind): SemaphoreFactory
@@ -44,6 +45,7 @@ final class SemaphoreTest extends DeadboltTestCase
             'flock' => new FlockStore($this->flockDir ??= $this->tempDir()),
             'redis' => new RedisStore(SharedRedis::dsn()),
             'phpredis' => new RedisStore(SharedRedis::client()),
+            'predis' => new RedisStore(SharedRedis::newPredis()),
         });
     }
 
@@ -104,6 +106,40 @@ final class SemaphoreTest extends DeadboltTestCase
             $this->assertStringContainsString($resource, $e->getMessage());
         }
         $this->assertFalse($semaphore->isAcquired());
+    }
+
+    public function testTheRefresherKeepsASlotAndFindsItLostOnceItIsGone(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $factory = $this->factory('redis');
+        $semaphore = $factory->createSemaphore($resource, 1, 1, 1.0, true, true);
+        $this->assertTrue($semaphore->acquire());
+        $redis = SharedRedis::client();
+        // Kept past its TTL by the refresher: its slot's expiry moves on.
+        $first = (float) $redis->zScore('{'.$resource.'}:time', $redis->zRange('{'.$resource.'}:time', 0, 0)[0]);
+        $deadline = microtime(true) + 20.0;
+        while ((float) $redis->zScore('{'.$resource.'}:time', $redis->zRange('{'.$resource.'}:time', 0, 0)[0] ?? '') <= $first && microtime(true) < $deadline) {
+            usleep(20_000);
+        }
+        $this->assertGreaterThan($first, (float) $redis->zScore('{'.$resource.'}:time', $redis->zRange('{'.$resource.'}:time', 0, 0)[0]));
+        $this->assertTrue($semaphore->isAcquired());
+
+        $redis->del('{'.$resource.'}:time', '{'.$resource.'}:weight');
+        while (!$semaphore->isLost() && microtime(true) < $deadline) {
+            usleep(20_000);
+        }
+        $this->assertTrue($semaphore->isLost(), 'the refresher did not find the slot gone');
+        $this->expectException(SemaphoreExpiredException::class);
+        $semaphore->release();
+    }
+
+    public function testSemaphoresAreCountedInTheMetrics(): void
+    {
+        $before = \Deadbolt\Metrics::snapshot()['counters']['acquired'] ?? 0;
+        $semaphore = $this->factory('memory')->createSemaphore(uniqid(__METHOD__, true), 2);
+        $this->assertTrue($semaphore->acquire());
+        $semaphore->release();
+        $this->assertSame($before + 1, \Deadbolt\Metrics::snapshot()['counters']['acquired'] ?? 0);
     }
 
     public function testTheKeyChecksWhatSymfonySemaphoresKeyChecks(): void
