@@ -300,3 +300,29 @@ fn an_expired_slot_frees_its_weight() {
     assert!(!short.is_acquired().unwrap());
     assert!(short.refresh(None, &mut Silent).is_err());
 }
+
+/// A slot too few replicas acknowledged does not count, and is given back: it never holds weight unseen by a
+/// replica (here a server with no replica at all, so nothing is ever acknowledged).
+#[test]
+fn a_slot_no_replica_acknowledged_is_given_back() {
+    let redis = RedisServer::start();
+    let mut con = redis.client();
+    let store: RedisStore<NativeTransport> = RedisStore::connect(
+        &format!("{}?replicas=1&replicas_timeout=0.1", redis.url()),
+        ttl(300.0),
+    )
+    .unwrap();
+    let store = semaphores(Rc::new(store)).unwrap();
+    let resource = unique("unacknowledged");
+    let mut s = semaphore(&store, &resource, 2, 1, 30.0);
+    let error = s
+        .acquire(Mode::Exclusive, Wait::No, &mut Silent)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("semaphore"), "{error}");
+    let held: i64 = redis::cmd("ZCARD")
+        .arg(format!("{{{resource}}}:weight"))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(held, 0, "the unacknowledged slot was left held");
+}

@@ -10,6 +10,7 @@ use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\RedisClusterServers;
 use Deadbolt\Tests\Support\ReplicatedPair;
+use Deadbolt\Tests\Support\SentinelGroup;
 
 /**
  * Semaphores beyond one plain server: a Redis Cluster (a semaphore's keys, symfony/semaphore's and Deadbolt's, share
@@ -65,6 +66,42 @@ final class SemaphoreTopologiesTest extends DeadboltTestCase
             $waiter->wait();
         } finally {
             $servers->stop();
+        }
+    }
+
+    /**
+     * Slots a replica acknowledged (`replicas=1`) are on the replica Sentinel promotes when the primary dies: the
+     * limit still holds there, and their holders keep them (a refresh on the new primary finds them, acknowledged by
+     * the other replica once it follows the new primary).
+     */
+    public function testAcknowledgedSlotsOutliveAFailover(): void
+    {
+        $group = SentinelGroup::start(2);
+        try {
+            $factory = new SemaphoreFactory(new RedisStore($group->dsn('replicas=1&replicas_timeout=5')));
+            $resource = uniqid('failover:', true);
+            $first = $factory->createSemaphore($resource, 2, 1, 60.0);
+            $second = $factory->createSemaphore($resource, 2, 1, 60.0);
+            $this->assertTrue($first->acquire());
+            $this->assertTrue($second->acquire());
+
+            $old = $group->servers[0];
+            $old->stop();
+            $new = $group->waitForFailoverFrom($old);
+
+            $this->assertSame(2, $new->client()->zCard('{'.$resource.'}:weight'), 'both slots are on the new primary');
+            // The other replica follows the new primary (the sentinels move it), to acknowledge what comes next.
+            $deadline = microtime(true) + 60.0;
+            while (!str_contains((string) $new->client()->rawCommand('INFO', 'replication'), 'connected_slaves:1') && microtime(true) < $deadline) {
+                usleep(50_000);
+            }
+            $this->assertFalse($factory->createSemaphore($resource, 2)->acquire(), 'the limit holds after the failover');
+            $first->refresh();
+            $this->assertTrue($first->isAcquired());
+            $second->release();
+            $this->assertTrue($factory->createSemaphore($resource, 2)->acquire(), 'a release on the new primary frees a slot');
+        } finally {
+            $group->stop();
         }
     }
 }

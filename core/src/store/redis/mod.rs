@@ -134,15 +134,20 @@ impl<T: Transport> RedisStore<T> {
     /// Here, where every script's failure passes, so that no caller has to remember it.
     fn unacknowledged(&self, key: &Key, e: RunError) -> Error {
         crate::metrics::count(crate::metrics::Counter::Unacknowledged, 1);
-        let released = match self.run(key, |holder| {
-            ScriptCall::release(holder, self.transport.records())
-        }) {
+        let released = match key.slots() {
+            Some(_) => self.run_slot(key, ScriptCall::release_slot),
+            None => self.run(key, |holder| {
+                ScriptCall::release(holder, self.transport.records())
+            }),
+        };
+        let released = match released {
             Ok(_) => "it was released",
             Err(_) => "releasing it failed too: it expires with its TTL",
         };
         let message = format!(
-            "The \"{}\" lock does not count in {}: {e}; {released}.",
+            "The \"{}\" {} does not count in {}: {e}; {released}.",
             key.display_resource(),
+            noun(key),
             self.name
         );
         Error::storage(message, e)
@@ -168,8 +173,9 @@ impl<T: Transport> RedisStore<T> {
                 self.name
             ),
             None => format!(
-                "The \"{}\" lock could not be read or written in {}: {e}",
+                "The \"{}\" {} could not be read or written in {}: {e}",
                 key.display_resource(),
+                noun(key),
                 self.name
             ),
         };
@@ -203,6 +209,15 @@ impl<T: Transport> RedisStore<T> {
 
     fn not_held(&self, key: &Key) -> Error {
         Error::not_held(key.display_resource(), &self.name)
+    }
+}
+
+/// What a key stands for in a message: a lock, or a semaphore (a key with slots).
+fn noun(key: &Key) -> &'static str {
+    if key.slots().is_some() {
+        "semaphore"
+    } else {
+        "lock"
     }
 }
 

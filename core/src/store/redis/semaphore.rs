@@ -37,7 +37,11 @@ impl<T: Transport> RedisStore<T> {
     }
 
     /// Runs the semaphore call `make` builds for `key`.
-    fn run_slot(&self, key: &Key, make: impl FnOnce(Holder<'_>) -> ScriptCall) -> Result<i64> {
+    pub(super) fn run_slot(
+        &self,
+        key: &Key,
+        make: impl FnOnce(Holder<'_>) -> ScriptCall,
+    ) -> Result<i64> {
         let call = make(self.slot_holder(key)?);
         self.transport
             .run(&call, None)
