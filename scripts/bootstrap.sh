@@ -24,6 +24,8 @@ packages=(
   debootstrap                # the Debian 13 root of make test-debian13, the package tests of make test-dist
   ca-certificates            # debootstrap and cargo over https
   dpkg-dev binutils          # make dist: dpkg-shlibdeps for the .deb's Depends, strip and objdump for the .so
+  gcc libc6-dev xz-utils curl  # the thread suite's PHP, built from source (scripts/zts-php.sh); here, so that no
+                             # other step installs packages while .ci/run's lanes run at once
 )
 if [ -z "${PHP_CONFIG:-}" ]; then
   packages+=(php-cli php-dev php-fpm)   # the distribution's default PHP, its headers, its FPM
