@@ -299,6 +299,11 @@ fn an_expired_slot_frees_its_weight() {
     assert!(acquire(&mut next, within(10.0)));
     assert!(!short.is_acquired().unwrap());
     assert!(short.refresh(None, &mut Silent).is_err());
+    // Releasing the expired slot gives back nothing, and takes nothing from the one who has it now.
+    short.release(&mut Silent).unwrap();
+    assert!(next.is_acquired().unwrap());
+    let mut third = semaphore(&store, &resource, 1, 1, 30.0);
+    assert!(!acquire(&mut third, Wait::No));
 }
 
 /// A slot too few replicas acknowledged does not count, and is given back: it never holds weight unseen by a

@@ -8,6 +8,7 @@ use Deadbolt\Semaphore\SemaphoreFactory;
 use Deadbolt\Store\RedisStore;
 use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\SharedRedis;
 
 /**
@@ -89,5 +90,36 @@ final class SemaphoreProcessesTest extends DeadboltTestCase
         $child->wait();
         $this->assertTrue($semaphore->isAcquired(), 'the child\'s exit released the parent\'s slot');
         $this->assertFalse($factory->createSemaphore($resource, 1)->acquire());
+    }
+
+    /**
+     * A signal handler runs during a semaphore's wait, as during a lock's: its exception ends the wait (acquire()
+     * throws it), and the waiter leaves the queue, so the weight freed later goes to nobody who is gone.
+     */
+    public function testASignalHandlersExceptionEndsAWait(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $factory = new SemaphoreFactory(new RedisStore(SharedRedis::dsn()));
+        $holder = $factory->createSemaphore($resource, 1, 1, 60.0);
+        $this->assertTrue($holder->acquire());
+
+        $waiter = PhpProcess::run(<<<'PHP'
+            $semaphore = (new Deadbolt\Semaphore\SemaphoreFactory(new Deadbolt\Store\RedisStore($vars['dsn'])))
+                ->createSemaphore($vars['resource'], 1, 1, 60.0);
+            pcntl_async_signals(true);
+            pcntl_signal(SIGALRM, function () { throw new RuntimeException('stop waiting'); });
+            pcntl_alarm(1);
+            try {
+                var_dump($semaphore->acquire(true));
+            } catch (Throwable $e) {
+                echo get_class($e), ': ', $e->getMessage(), "\n";
+            }
+            PHP, ['dsn' => SharedRedis::dsn(), 'resource' => $resource], timeout: 60.0);
+
+        $this->assertSame(0, $waiter['exit'], $waiter['stderr']);
+        $this->assertSame("RuntimeException: stop waiting\n", $waiter['stdout']);
+        $this->assertSame(0, SharedRedis::client()->zCard('{'.$resource.'}#deadbolt:squeue'), 'the waiter left the queue');
+        $holder->release();
+        $this->assertTrue($factory->createSemaphore($resource, 1)->acquire(), 'the freed slot went to nobody who is gone');
     }
 }
