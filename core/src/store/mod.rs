@@ -315,11 +315,16 @@ pub fn wait(
 /// removed again (a failure of that cleanup is dropped: the expiry is the failure to report, and
 /// the store's own expiry removes what is left). One message for every store and for `Lock`.
 pub(crate) fn expired_on_save(store: &dyn Store, key: &mut Key) -> Error {
-    let _ = store.delete(key);
+    // A semaphore's key leaves a slot, which the store's semaphore side removes.
+    let _ = match (key.slots(), store.capabilities().semaphores) {
+        (Some(_), Some(semaphores)) => semaphores.delete(key),
+        _ => store.delete(key),
+    };
     Error::Expired {
         message: format!(
-            "Failed to store the \"{}\" lock in {}: it expired before it was acquired.",
+            "Failed to store the \"{}\" {} in {}: it expired before it was acquired.",
             key.display_resource(),
+            noun(key),
             store.name()
         ),
     }
@@ -329,10 +334,20 @@ pub(crate) fn expired_on_save(store: &dyn Store, key: &mut Key) -> Error {
 pub(crate) fn expired_on_refresh(store: &dyn Store, key: &Key) -> Error {
     Error::Expired {
         message: format!(
-            "Failed to put off the expiration of the \"{}\" lock in {} within the specified time.",
+            "Failed to put off the expiration of the \"{}\" {} in {} within the specified time.",
             key.display_resource(),
+            noun(key),
             store.name()
         ),
+    }
+}
+
+/// What a key stands for in a message: a lock, or a semaphore (a key with slots).
+pub(crate) fn noun(key: &Key) -> &'static str {
+    if key.slots().is_some() {
+        "semaphore"
+    } else {
+        "lock"
     }
 }
 

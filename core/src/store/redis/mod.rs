@@ -34,8 +34,8 @@ use std::time::Duration;
 
 use crate::key::display_resource;
 use crate::store::{
-    expired_on_refresh, expired_on_save, Capabilities, DeferringStore, ExpiringStore, Extender,
-    FencingStore, Mode, PendingRelease, Store,
+    expired_on_refresh, expired_on_save, noun, Capabilities, DeferringStore, ExpiringStore,
+    Extender, FencingStore, Mode, PendingRelease, Store,
 };
 use crate::{Error, Key, Result, Ttl};
 use calls::{Holder, ScriptCall};
@@ -210,14 +210,47 @@ impl<T: Transport> RedisStore<T> {
     fn not_held(&self, key: &Key) -> Error {
         Error::not_held(key.display_resource(), &self.name)
     }
-}
 
-/// What a key stands for in a message: a lock, or a semaphore (a key with slots).
-fn noun(key: &Key) -> &'static str {
-    if key.slots().is_some() {
-        "semaphore"
-    } else {
-        "lock"
+    /// A save of a lock or a semaphore's slot by the script `run` runs: as symfony/lock, the TTL
+    /// only shortens the key's lifetime (a Lock resets it before it saves); a key whose lifetime
+    /// has run out is not saved, and what it held goes. A refusal is a conflict.
+    fn save_by(
+        &self,
+        key: &mut Key,
+        ttl: Ttl,
+        run: impl FnOnce(&Key) -> Result<i64>,
+    ) -> Result<()> {
+        key.reduce_lifetime(ttl);
+        if key.is_expired() {
+            return Err(expired_on_save(self, key));
+        }
+        if Self::refusal(run(key)?).is_some() {
+            return Err(Error::conflict(key.display_resource(), &self.name));
+        }
+        self.check_not_expired(key)
+    }
+
+    /// An extension of a lock or a semaphore's slot by the script `run` runs (1: extended). As
+    /// symfony/lock: a key that ran out of lifetime on the way loses what is left (a failed
+    /// cleanup is dropped; Redis expires it).
+    fn put_off_by(
+        &self,
+        key: &mut Key,
+        ttl: Ttl,
+        run: impl FnOnce(&Key) -> Result<i64>,
+    ) -> Result<()> {
+        key.reduce_lifetime(ttl);
+        if run(key)? != 1 {
+            return Err(self.not_held(key));
+        }
+        if key.is_expired() {
+            let _ = match key.slots() {
+                Some(_) => crate::store::SemaphoreStore::delete(self, key),
+                None => Store::delete(self, key),
+            };
+            return Err(expired_on_refresh(self, key));
+        }
+        Ok(())
     }
 }
 
@@ -250,33 +283,18 @@ impl<T: Transport> Store for RedisStore<T> {
 
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
-        // As symfony/lock: the TTL only shortens the key's lifetime (a Lock resets it before it
-        // saves); a key whose lifetime has run out is not saved, and what it held goes.
-        key.reduce_lifetime(ttl);
-        if key.is_expired() {
-            return Err(expired_on_save(self, key));
-        }
         let record = self.record_of(key);
-        let reply = self.run(key, |holder| {
-            ScriptCall::take(mode, holder, ttl, &record, None)
-        })?;
-        if Self::refusal(reply).is_some() {
-            return Err(Error::conflict(key.display_resource(), &self.name));
-        }
-        self.check_not_expired(key)
+        self.save_by(key, ttl, |key| {
+            self.run(key, |holder| {
+                ScriptCall::take(mode, holder, ttl, &record, None)
+            })
+        })
     }
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
-        key.reduce_lifetime(ttl);
-        if self.run(key, |holder| ScriptCall::extend(holder, ttl))? != 1 {
-            return Err(self.not_held(key));
-        }
-        if key.is_expired() {
-            // As symfony/lock: what is left goes (a failed cleanup is dropped; Redis expires it).
-            let _ = self.delete(key);
-            return Err(expired_on_refresh(self, key));
-        }
-        Ok(())
+        self.put_off_by(key, ttl, |key| {
+            self.run(key, |holder| ScriptCall::extend(holder, ttl))
+        })
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {

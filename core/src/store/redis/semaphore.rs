@@ -12,7 +12,7 @@ use super::keys;
 use super::transport::Transport;
 use super::RedisStore;
 use crate::key::display_resource;
-use crate::store::{expired_on_refresh, expired_on_save, Extender, SemaphoreStore, WaitReport};
+use crate::store::{Extender, SemaphoreStore, WaitReport};
 use crate::{Error, Key, Result, Slots, Ttl};
 
 impl<T: Transport> RedisStore<T> {
@@ -59,29 +59,17 @@ impl<T: Transport> SemaphoreStore for RedisStore<T> {
     fn save(&self, key: &mut Key, ttl: Option<Ttl>) -> Result<()> {
         let slots = slots(key)?;
         let ttl = ttl.unwrap_or(self.initial_ttl);
-        key.reduce_lifetime(ttl);
-        if key.is_expired() {
-            return Err(expired_on_save(self, key));
-        }
-        let reply = self.run_slot(key, |holder| {
-            ScriptCall::take_slots(slots, holder, ttl, None)
-        })?;
-        if Self::refusal(reply).is_some() {
-            return Err(Error::conflict(key.display_resource(), &self.name));
-        }
-        self.check_not_expired(key)
+        self.save_by(key, ttl, |key| {
+            self.run_slot(key, |holder| {
+                ScriptCall::take_slots(slots, holder, ttl, None)
+            })
+        })
     }
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
-        key.reduce_lifetime(ttl);
-        if self.run_slot(key, |holder| ScriptCall::extend_slot(holder, ttl))? != 1 {
-            return Err(self.not_held(key));
-        }
-        if key.is_expired() {
-            let _ = SemaphoreStore::delete(self, key);
-            return Err(expired_on_refresh(self, key));
-        }
-        Ok(())
+        self.put_off_by(key, ttl, |key| {
+            self.run_slot(key, |holder| ScriptCall::extend_slot(holder, ttl))
+        })
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
