@@ -64,13 +64,15 @@ final class RedisServer
      */
     private static function launchIn(\Closure $make): self
     {
-        $dir = sys_get_temp_dir().'/deadbolt-redis-'.bin2hex(random_bytes(6));
-        if (!mkdir($dir, 0700, true)) {
-            throw new \RuntimeException('Cannot create '.$dir);
-        }
         $lastError = '';
-        // The free port may be taken between asking for it and redis binding it: try another one then.
+        // The free port may be taken between asking for it and redis binding it: try another one then, in a directory
+        // of its own (a failed attempt's server, once dropped, removes its directory: a shared one would be gone, and
+        // every later attempt would fail to write its config).
         for ($attempt = 0; $attempt < 5; ++$attempt) {
+            $dir = sys_get_temp_dir().'/deadbolt-redis-'.bin2hex(random_bytes(6));
+            if (!mkdir($dir, 0700, true)) {
+                throw new \RuntimeException('Cannot create '.$dir);
+            }
             $server = $make($dir, self::freePort());
             try {
                 $server->launch();
