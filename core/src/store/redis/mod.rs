@@ -55,6 +55,8 @@ pub(crate) fn set_up() {
 pub struct RedisStore<T: Transport> {
     transport: T,
     extender: OnceLock<Option<Arc<dyn Extender>>>,
+    /// The same for semaphores' slots (made once, on first use, as `extender`).
+    slot_extender: OnceLock<Option<Arc<dyn Extender>>>,
     initial_ttl: Ttl,
     name: String,
 }
@@ -77,6 +79,7 @@ impl<T: Transport> RedisStore<T> {
         RedisStore {
             transport,
             extender: OnceLock::new(),
+            slot_extender: OnceLock::new(),
             initial_ttl,
             name,
         }

@@ -101,9 +101,15 @@ impl<T: Transport> SemaphoreStore for RedisStore<T> {
         true
     }
 
+    /// On a connection of the transport's own for the background, made once, on first use (not
+    /// at every auto-refreshed acquire).
     fn extender(&self) -> Option<Arc<dyn Extender>> {
-        let transport = self.transport.for_background()?;
-        Some(Arc::new(SlotExtender { transport }))
+        self.slot_extender
+            .get_or_init(|| {
+                let transport = self.transport.for_background()?;
+                Some(Arc::new(SlotExtender { transport }) as Arc<dyn Extender>)
+            })
+            .clone()
     }
 }
 
