@@ -2,7 +2,8 @@
 # make test on the second platform: a Debian 13 (trixie) root under target/roots/debian13, made by debootstrap from
 # Debian's registry and cached between runs. Inside it, `make test` installs Debian 13's own PHP 8.4, PHPUnit 11.5,
 # Redis 8.0, Valkey, php-redis, Predis and symfony/lock 6.4 (scripts/bootstrap.sh), builds the project with the
-# host's Rust toolchain (bind-mounted) into target/debian13/, runs the demo and every suite (clippy only on the host),
+# host's Rust toolchain (bind-mounted) into target/debian13/ (the third-party crates from the host's build when
+# there is one: scripts/seed-target.sh), runs the demo and every suite (clippy only on the host),
 # again against Valkey (scripts/test-php.sh says which), and the interop suites once more with symfony/lock 7.4
 # unpacked from Debian sid.
 set -euo pipefail
@@ -14,6 +15,7 @@ bash scripts/debian-root.sh run debian13 bash -c '
   cd "$1"
   autoload=$(bash scripts/symfony-lock-sid.sh target/debian13/symfony-lock-7.4)
   export CARGO_TARGET_DIR=$PWD/target/debian13 DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD=$autoload
+  bash scripts/seed-target.sh "$CARGO_TARGET_DIR"
   make demo
   # Clippy once, on the host: the same compiler (the host toolchain, bind-mounted) and the same sources give the
   # same verdict; what Debian 13 changes (PHP 8.4 headers) the builds and suites here cover.

@@ -13,13 +13,11 @@ phpize=$(dirname "$php_config")/$(basename "$php_config" | sed 's/php-config/php
 work=$(mktemp -d /tmp/deadbolt-phpize.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$work"
-# The crates' compiled dependencies come from the main release build (a copy of its build directory, when
-# target/phpize has none yet): a from-scratch compile of them is make build's, already done and checked; what this
+# The crates' compiled dependencies come from the main release build (scripts/seed-target.sh, when target/phpize has
+# none yet): a from-scratch compile of them is make build's, already done and checked; what this
 # test holds is phpize's part (configure finds cargo and the PHP, make runs cargo for it, make install stages the
 # module). It saves a whole second compile of every crate (four CPU-minutes in CI).
-if [ -d "$target/release" ] && [ ! -d "$target/phpize/release" ]; then
-  mkdir -p "$target/phpize" && cp -a "$target/release" "$target/phpize/"
-fi
+bash scripts/seed-target.sh "$target/phpize" "$target"
 start=$SECONDS
 cd "$work/ext"
 "$phpize" > "$work/phpize.log" 2>&1 || { cat "$work/phpize.log"; exit 1; }

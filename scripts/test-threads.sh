@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(bash scripts/zts-php.sh)
 out=$PWD/target/zts
+bash scripts/seed-target.sh "$out"
 PHP=$prefix/bin/php PHP_CONFIG=$prefix/bin/php-config CARGO_TARGET_DIR=$out cargo build --release --locked --features helgrind
 bash scripts/thread-driver.sh "$prefix" "$out/driver"
 run=$PWD/target/test-run/threads
