@@ -1,30 +1,43 @@
 #!/usr/bin/env bash
-# Starts another build directory from the host's release build, so that a second build (Debian 13's, PHP 8.5's, the
-# ZTS one, phpize's) compiles only what differs: Deadbolt's own crates and ext-php-rs, whose bindings come from the
-# PHP it is built for. The third-party crates are the same sources built by the same compiler (the host's toolchain,
+# Starts another build directory from the host's build, so that a second build (Debian 13's, PHP 8.5's, the ZTS
+# one, phpize's) compiles only what differs: Deadbolt's own crates and ext-php-rs, whose bindings come from the PHP
+# it is built for. The third-party crates are the same sources built by the same compiler (the host's toolchain,
 # bind-mounted into the roots at its own path) with the same flags, so their compiled form is reused as it is; Cargo
 # still rebuilds whatever its fingerprints find changed.
 #
-#   scripts/seed-target.sh TARGET_DIR [FROM]   # copies FROM/release (default: target/release, the host's build) to
-#                                              # TARGET_DIR/release, once
+#   scripts/seed-target.sh [--tests] TARGET_DIR [FROM]
+#       copies FROM/release (default FROM: target, the host's build) to TARGET_DIR/release, once; --tests also
+#       FROM/debug, the engine's test build (make build-tests), to TARGET_DIR/debug
 #
-# Does nothing when TARGET_DIR already has a release build (its own, kept between runs) or when there is no host
-# build yet (the build then compiles everything, as it would without this script). .ci/run builds on the host before
-# its lanes, so every lane finds one. Why: on CI's two cores each from-scratch build of every crate is about four
-# CPU-minutes, and the lanes share those cores.
+# Does nothing for a profile TARGET_DIR already has (its own build, kept between runs) or FROM has not built (the
+# build then compiles everything, as it would without this script). .ci/run builds on the host before its lanes, so
+# every lane finds one. Why: on CI's two cores a from-scratch build of every crate is about four CPU-minutes, and
+# the lanes share those cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$HOME/.cargo/bin:$PATH
-dest=${1:?usage: seed-target.sh TARGET_DIR [FROM]}
-src=${2:-$PWD/target}/release
-[ -f "$src/libdeadbolt.so" ] && [ ! -d "$dest/release" ] || exit 0
-mkdir -p "$dest"
-rm -rf "$dest/release.tmp"
-cp -a "$src" "$dest/release.tmp"
-mv "$dest/release.tmp" "$dest/release"
-# ext-php-rs reads PHP's headers when it is built, and its build script reruns only when $PHP, $PHP_CONFIG or $PATH
-# change: the same /usr/bin/php in a root with another PHP would keep the host's bindings. So it is removed, and with
-# it Deadbolt's own crates, which are built on each platform from scratch.
-CARGO_TARGET_DIR=$dest cargo clean --release --locked --quiet \
-  -p ext-php-rs -p deadbolt -p deadbolt-core -p deadbolt-cli
-echo "seed-target: $dest starts from $src (third-party crates only)"
+profiles=(release)
+if [ "${1:-}" = --tests ]; then profiles+=(debug); shift; fi
+dest=${1:?usage: seed-target.sh [--tests] TARGET_DIR [FROM]}
+from=${2:-$PWD/target}
+
+# seed DIR CLEAN_FLAG: FROM/DIR to TARGET_DIR/DIR when only FROM has it (FROM/DIR/.fingerprint says a build ran).
+seed() {
+  local dir=$1 flag=$2
+  [ -d "$from/$dir/.fingerprint" ] && [ ! -d "$dest/$dir" ] || return 0
+  mkdir -p "$dest"
+  rm -rf "$dest/$dir.tmp"
+  cp -a "$from/$dir" "$dest/$dir.tmp"
+  mv "$dest/$dir.tmp" "$dest/$dir"
+  # ext-php-rs reads PHP's headers when it is built, and its build script reruns only when $PHP, $PHP_CONFIG or
+  # $PATH change: the same /usr/bin/php in a root with another PHP would keep the host's bindings. So it is
+  # removed, and with it Deadbolt's own crates, which are built on each platform from scratch.
+  CARGO_TARGET_DIR=$dest cargo clean $flag --locked --quiet -p ext-php-rs -p deadbolt -p deadbolt-core -p deadbolt-cli
+  echo "seed-target: $dest/$dir starts from $from/$dir (third-party crates only)"
+}
+for profile in "${profiles[@]}"; do
+  case $profile in
+    release) seed release --release ;;
+    debug) seed debug "" ;;
+  esac
+done

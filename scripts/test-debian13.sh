@@ -9,13 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
+# First thing: .ci/run's host lane soon compiles clippy's checks into target/debug beside this copy (a file copied
+# while being written is only rebuilt: Cargo records a unit as built after its files are).
+bash scripts/seed-target.sh --tests target/debian13
 bash scripts/debian-root.sh ensure debian13 trixie make ca-certificates
 bash scripts/debian-root.sh run debian13 bash -c '
   set -euo pipefail
   cd "$1"
   autoload=$(bash scripts/symfony-lock-sid.sh target/debian13/symfony-lock-7.4)
   export CARGO_TARGET_DIR=$PWD/target/debian13 DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD=$autoload
-  bash scripts/seed-target.sh "$CARGO_TARGET_DIR"
   make demo
   # Clippy once, on the host: the same compiler (the host toolchain, bind-mounted) and the same sources give the
   # same verdict; what Debian 13 changes (PHP 8.4 headers) the builds and suites here cover.
