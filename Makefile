@@ -97,10 +97,7 @@ test-debian13:
 ## "portable" testsuite says which and why): PHP 8.5 (Debian sid + experimental, x86_64) and Debian 13 on arm64
 ## (cross-built, run under qemu-user-static). Builds every arm64 .so that make dist packages.
 test-platforms:
-	@bash scripts/ensure-roots.sh
-	@bash scripts/test-php85.sh
-	@bash scripts/build-arm64.sh 8.2 8.5 8.4
-	@bash scripts/test-arm64.sh
+	@bash scripts/test-platforms.sh
 
 ## Binary packages for every PHP this machine builds for: x86_64 PHP 8.2 (the host), 8.4 (Debian 13 root), 8.5
 ## (php85 root); arm64 PHP 8.2, 8.4, 8.5 (cross-built). A PIE tarball each, a .deb for Debian's own PHPs (8.2, 8.4),
