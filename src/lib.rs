@@ -10,6 +10,7 @@ mod exceptions;
 mod interfaces;
 mod interrupts;
 mod key;
+mod key_data;
 mod lock;
 mod lock_factory;
 mod lock_state;
@@ -89,6 +90,8 @@ fn install_engine_hooks() {
     lock::PhpLock::hook_destructor();
     semaphore::PhpSemaphore::hook_destructor();
     zend_object::let_serialize_reach::<semaphore::PhpSemaphore>();
+    zend_object::let_serialize_reach::<semaphore::PhpSemaphoreKey>();
+    zend_object::gc::hook_gc::<semaphore::PhpSemaphoreKey>();
     zend_object::gc::hook_gc::<semaphore::PhpSemaphore>();
     zend_object::gc::hook_gc::<semaphore::PhpSemaphoreFactory>();
     zend_object::hook_debug_info::<semaphore::PhpSemaphore>();

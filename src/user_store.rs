@@ -234,7 +234,7 @@ fn inner_key(zval: &Zval) -> Option<deadbolt_core::SharedKey> {
 }
 
 /// Gives `to` the lifetime of `from`.
-fn copy_lifetime(from: &Key, to: &mut Key) {
+pub(crate) fn copy_lifetime(from: &Key, to: &mut Key) {
     to.reset_lifetime();
     match from.remaining_lifetime() {
         None => {}
