@@ -69,6 +69,7 @@ extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
 /// ends with its releases confirmed (or counted as failed) and no reply left for the next one.
 extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     end_of_request::drop_tracked();
+    user_store::forget_thrown();
     deadbolt_core::read_unread_replies();
     0
 }

@@ -51,7 +51,7 @@ pub struct PhpSemaphoreKey {
 /// What PHP makes without the constructor (`unserialize()`): one slot of one on "".
 impl Default for PhpSemaphoreKey {
     fn default() -> Self {
-        PhpSemaphoreKey::of(Key::with_slots("", Slots::ONE))
+        PhpSemaphoreKey::from_key(Key::with_slots("", Slots::ONE))
     }
 }
 
@@ -73,7 +73,7 @@ impl Clone for PhpSemaphoreKey {
         });
         PhpSemaphoreKey {
             state: self.state.shallow_copy(),
-            ..PhpSemaphoreKey::of(copy.unwrap_or_else(|| Key::with_slots(resource, slots)))
+            ..PhpSemaphoreKey::from_key(copy.unwrap_or_else(|| Key::with_slots(resource, slots)))
         }
     }
 }
@@ -87,13 +87,18 @@ fn semaphore_ttl(secs: Option<f64>) -> PhpResult<Option<deadbolt_core::Ttl>> {
 
 impl PhpSemaphoreKey {
     /// Wraps an engine key with slots.
-    fn of(key: Key) -> Self {
+    pub(crate) fn from_key(key: Key) -> Self {
         PhpSemaphoreKey {
             resource: key.resource().to_vec(),
             slots: key.slots().unwrap_or(Slots::ONE),
             inner: Arc::new(parking_lot::Mutex::new(key)),
             state: KeyStates::default(),
         }
+    }
+
+    /// The engine key, shared with the semaphores made from this Key.
+    pub(crate) fn shared_key(&self) -> SharedKey {
+        Arc::clone(&self.inner)
     }
 
     fn key(&self) -> PhpResult<parking_lot::MutexGuard<'_, Key>> {
@@ -106,7 +111,9 @@ impl PhpSemaphoreKey {
     #[php(defaults(weight = 1))]
     pub fn __construct(resource: Bytes<1>, limit: i64, weight: i64) -> PhpResult<Self> {
         let slots = Slots::new(limit, weight).map_err(semaphore_error)?;
-        Ok(PhpSemaphoreKey::of(Key::with_slots(resource.0, slots)))
+        Ok(PhpSemaphoreKey::from_key(Key::with_slots(
+            resource.0, slots,
+        )))
     }
 
     #[php(name = "__toString")]
@@ -203,7 +210,7 @@ impl PhpSemaphoreKey {
         parts.expiry.restore(&mut key).map_err(semaphore_error)?;
         *self = PhpSemaphoreKey {
             state: parts.state,
-            ..PhpSemaphoreKey::of(key)
+            ..PhpSemaphoreKey::from_key(key)
         };
         Ok(())
     }
@@ -317,7 +324,9 @@ impl PhpSemaphore {
 }
 
 /// `Deadbolt\Semaphore\SemaphoreFactory`: semaphores on one store (a FlockStore, InMemoryStore or
-/// RedisStore: the same objects as for locks), all reporting to one logger.
+/// RedisStore: the same objects as for locks; or an object implementing
+/// `Deadbolt\Semaphore\PersistingStoreInterface`, called through its methods), all reporting to
+/// one logger.
 #[php_class]
 #[php(name = "Deadbolt\\Semaphore\\SemaphoreFactory")]
 pub struct PhpSemaphoreFactory {
@@ -336,7 +345,11 @@ impl PhpSemaphoreFactory {
                 logger: None,
             });
         }
-        let store = engine_store_arg(store, argument)?;
+        let store = match crate::user_store::UserStore::semaphores_of(store) {
+            // It calls PHP: never from Drop (a Semaphore's end-of-request path releases it).
+            Some(user) => StoreRef::Lent(Rc::new(user)),
+            None => engine_store_arg(store, argument)?,
+        };
         let semaphores = |inner: &Rc<dyn deadbolt_core::Store>| {
             deadbolt_core::semaphores(Rc::clone(inner)).map_err(semaphore_error)
         };
@@ -358,6 +371,7 @@ impl PhpSemaphoreFactory {
         auto_refresh: AutoRefresh,
     ) -> PhpResult<PhpSemaphore> {
         let ttl = semaphore_ttl(ttl)?;
+        crate::user_store::check_semaphore_ttl(&self.store, ttl).map_err(semaphore_error)?;
         let lock = Lock::new(key, self.store.clone(), ttl, auto_release)
             .with_auto_refresh(auto_refresh)
             .map_err(semaphore_error)?;
@@ -511,7 +525,8 @@ fn store_exception(class: ExceptionClass, message: String) -> PhpException {
 
 #[php_impl]
 impl PhpSemaphoreStore {
-    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore.
+    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, or an object implementing
+    /// `Deadbolt\Semaphore\PersistingStoreInterface`.
     pub fn __construct(store: &mut ZendObject) -> PhpResult<Self> {
         let factory = PhpSemaphoreFactory::on(
             store,
