@@ -14,6 +14,7 @@ use Deadbolt\Semaphore\Semaphore;
 use Deadbolt\Semaphore\SemaphoreFactory;
 use Deadbolt\Semaphore\SemaphoreStore;
 use Deadbolt\Tests\Support\DeadboltTestCase;
+use Deadbolt\Tests\Support\PhpProcess;
 
 /**
  * A semaphore store written in PHP (any object implementing Deadbolt\Semaphore\PersistingStoreInterface), as
@@ -84,6 +85,48 @@ final class UserSemaphoreStoreTest extends DeadboltTestCase
         $this->assertEqualsWithDelta(0.3, microtime(true) - $started, 0.2, 'gave up at its deadline');
     }
 
+    /**
+     * A signal handler runs during the poll, as during a lock's on a store written in PHP: its exception ends the
+     * wait (acquire() throws it).
+     */
+    public function testASignalHandlersExceptionEndsAWaitOnIt(): void
+    {
+        $result = PhpProcess::run(<<<'PHP'
+            final class FullStore implements Deadbolt\Semaphore\PersistingStoreInterface
+            {
+                public int $saves = 0;
+                public function save(Deadbolt\Semaphore\Key $key, float $ttlInSecond): void
+                {
+                    ++$this->saves;
+                    throw new Deadbolt\Semaphore\Exception\SemaphoreAcquiringException('full');
+                }
+                public function putOffExpiration(Deadbolt\Semaphore\Key $key, float $ttlInSecond): void {}
+                public function delete(Deadbolt\Semaphore\Key $key): void {}
+                public function exists(Deadbolt\Semaphore\Key $key): bool { return false; }
+            }
+            $store = new FullStore();
+            $semaphore = (new Deadbolt\Semaphore\SemaphoreFactory($store))->createSemaphore('jobs', 1, 1, 60.0);
+            pcntl_async_signals(true);
+            pcntl_signal(SIGALRM, function () { throw new RuntimeException('stop waiting'); });
+            pcntl_alarm(1);
+            $started = microtime(true);
+            try {
+                var_dump($semaphore->acquire(true));
+            } catch (Throwable $e) {
+                echo get_class($e), ': ', $e->getMessage(), "\n";
+            }
+            printf("%d %.1f\n", $store->saves, microtime(true) - $started);
+            PHP, [], timeout: 60.0);
+
+        $this->assertSame(0, $result['exit'], $result['stderr']);
+        $lines = explode("\n", trim($result['stdout']));
+        $this->assertSame('RuntimeException: stop waiting', $lines[0], $result['stdout']);
+        [$saves, $waited] = explode(' ', $lines[1] ?? '0 0');
+        $this->assertLessThan(3.0, (float) $waited, 'the wait went on after the signal');
+        $this->assertGreaterThanOrEqual(5, (int) $saves, 'save() was polled about every 100 ms');
+        $this->assertLessThanOrEqual(15, (int) $saves, 'save() was polled about every 100 ms');
+    }
+
     public function testAFailureOfSaveIsARuntimeExceptionWithTheStoresOwnAsPrevious(): void
     {
         $store = new ArraySemaphoreStore();
@@ -126,6 +169,36 @@ final class UserSemaphoreStoreTest extends DeadboltTestCase
         $factory->createSemaphore('jobs', 2, 1, 30.0, true, true);
     }
 
+    public function testASemaphoreInACycleWithItsStoreIsCollectedAndReleased(): void
+    {
+        $store = new ArraySemaphoreStore();
+        $semaphore = (new SemaphoreFactory($store))->createSemaphore('cycle', 1, 1, 30.0);
+        $store->kept[] = $semaphore;
+        $this->assertTrue($semaphore->acquire());
+        $weakSemaphore = \WeakReference::create($semaphore);
+        $weakStore = \WeakReference::create($store);
+        $calls = &$store->calls;
+        unset($semaphore, $store);
+
+        gc_collect_cycles();
+        $this->assertNull($weakSemaphore->get(), 'the Semaphore was collected');
+        $this->assertNull($weakStore->get(), 'and its store');
+        $this->assertContains('delete', array_column($calls, 0), 'the slot was given back through the store');
+    }
+
+    public function testASemaphoreKeyInItsOwnStateIsCollected(): void
+    {
+        $key = new Key('cycle-self', 2);
+        $key->setState('me', $key);
+        $clone = clone $key;
+        $weak = [\WeakReference::create($key), \WeakReference::create($clone)];
+        unset($key, $clone);
+
+        gc_collect_cycles();
+        $this->assertNull($weak[0]->get(), 'the Key was collected');
+        $this->assertNull($weak[1]->get(), 'and its clone (which holds it in its state)');
+    }
+
     public function testASemaphoreAndASemaphoreStoreTakeItDirectly(): void
     {
         $store = new ArraySemaphoreStore();
@@ -159,6 +232,9 @@ final class ArraySemaphoreStore implements PersistingStoreInterface
     public array $calls = [];
 
     public ?\Throwable $failure = null;
+
+    /** @var list<object> what the application keeps in its store (a cycle through it) */
+    public array $kept = [];
 
     public function save(Key $key, float $ttlInSecond): void
     {
