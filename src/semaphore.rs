@@ -525,8 +525,8 @@ fn store_exception(class: ExceptionClass, message: String) -> PhpException {
 
 #[php_impl]
 impl PhpSemaphoreStore {
-    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, or an object implementing
-    /// `Deadbolt\Semaphore\PersistingStoreInterface`.
+    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, or an object
+    /// implementing `Deadbolt\Semaphore\PersistingStoreInterface`.
     pub fn __construct(store: &mut ZendObject) -> PhpResult<Self> {
         let factory = PhpSemaphoreFactory::on(
             store,

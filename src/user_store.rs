@@ -14,7 +14,8 @@
 //! - refresh: `putOffExpiration()`; release: `delete()`, then `exists()`; `isAcquired()`: `exists()`.
 //!
 //! The object is handed one `Deadbolt\Key` (a `Deadbolt\Semaphore\Key` for semaphores) per lock
-//! owner (by token), kept for as long as the owner holds the lock, so state the store keeps in it (`setState()`) lasts as in symfony/lock.
+//! owner (by token), kept for as long as the owner holds the lock, so state the store keeps in it
+//! (`setState()`) lasts as in symfony/lock.
 //! That Key carries the lock's resource, token and lifetime; the lifetime goes back to the Lock
 //! after each call. The calls go through the boundary of `php_call.rs`; the exceptions they throw
 //! become Deadbolt's (a `LockConflictedException` of Deadbolt's or symfony/lock's is a conflict),
