@@ -11,6 +11,7 @@ use Deadbolt\Semaphore\SemaphoreFactory;
 use Deadbolt\Store\FlockStore;
 use Deadbolt\Store\InMemoryStore;
 use Deadbolt\Store\RedisStore;
+use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\SharedRedis;
@@ -88,6 +89,35 @@ final class SemaphoreKeyTest extends DeadboltTestCase
         $ttl = SharedRedis::client()->ttl('{'.$resource.'}:time');
         $this->assertGreaterThan(60, $ttl, 'the other process did not put the slot off');
         $semaphore->release();
+    }
+
+    /**
+     * A forked child holds nothing of its parent's (SemaphoreProcessesTest): its copy of the Key never exports the
+     * parent's token, and neither does a clone of that copy, while a Key it receives serialized carries the slot.
+     */
+    public function testAForkedChildNeverExportsItsParentsTokenButUsesAKeySentToIt(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $factory = new SemaphoreFactory(new RedisStore(SharedRedis::dsn()));
+        $key = new Key($resource, 1);
+        $semaphore = $factory->createSemaphoreFromKey($key, 300.0);
+        $this->assertTrue($semaphore->acquire());
+        $serialized = serialize($key);
+
+        $child = $this->fork(static function (Channel $parent) use ($key, $serialized): void {
+            $factory = new SemaphoreFactory(new RedisStore(SharedRedis::dsn()));
+            $inherited = $factory->createSemaphoreFromKey(unserialize(serialize($key)), 300.0, false);
+            $cloned = $factory->createSemaphoreFromKey(clone $key, 300.0, false);
+            $sent = $factory->createSemaphoreFromKey(unserialize($serialized), 300.0, false);
+            $parent->send(implode(' ', array_map(
+                static fn ($s): string => $s->isAcquired() ? 'held' : 'free',
+                [$inherited, $cloned, $sent]
+            )));
+            $sent->release();
+        });
+        $this->assertSame('free free held', $child->receive());
+        $child->wait();
+        $this->assertFalse($semaphore->isAcquired(), 'the child released the slot through the Key sent to it');
     }
 
     public function testAKeyHoldingFlockSlotsIsNotSerializable(): void
