@@ -40,8 +40,19 @@ pub fn new_exception(ce: &ClassEntry, message: &str, previous: Option<Zval>) -> 
 
 /// The exception object for `err`, with its cause chain as `previous`.
 pub fn exception_object(err: &Error) -> Option<Zval> {
-    let previous = err.cause().and_then(exception_object);
+    let previous = err
+        .cause()
+        .and_then(exception_object)
+        .or_else(|| thrown(err));
     new_exception(class_of(err).entry(), &err.to_string(), previous)
+}
+
+/// The exception a store written in PHP threw that became `err` (a failure of the store).
+fn thrown(err: &Error) -> Option<Zval> {
+    match err {
+        Error::Storage { .. } => crate::user_store::thrown_for(&err.to_string()),
+        _ => None,
+    }
 }
 
 /// Wraps an exception object (or, should building it fail, a plain one) for throwing.
@@ -74,7 +85,12 @@ impl Family {
         match self {
             Family::Lock => exception_object(err),
             Family::Semaphore => {
-                let previous = err.cause().and_then(exception_object);
+                // A store written in PHP that failed: its own exception is the previous one,
+                // as symfony/semaphore's Semaphore wraps a store's exception.
+                let previous = match err.cause() {
+                    Some(cause) => thrown(cause).or_else(|| exception_object(cause)),
+                    None => thrown(err),
+                };
                 new_exception(
                     semaphore_class_of(err).entry(),
                     &semaphore_message(err),

@@ -3,11 +3,10 @@
 // (`$stateKey`): reflection and named arguments must match.
 #![allow(non_snake_case)]
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use deadbolt_core::{Error, Key, SharedKey};
+use deadbolt_core::{Key, SharedKey};
 use ext_php_rs::binary::Binary;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::exception::PhpException;
@@ -18,6 +17,7 @@ use parking_lot::MutexGuard;
 
 use crate::args;
 use crate::error_map::{bad_method_call_exception, invalid_argument, to_php};
+use crate::key_data::{exported_token, read_parts, write_parts, KeyStates};
 use crate::php_param::{Bytes, Float};
 
 #[php_class]
@@ -29,9 +29,8 @@ pub struct PhpKey {
     /// so a store's code can name the Key it is handed even while a Lock made from it is calling
     /// that store.
     resource: Vec<u8>,
-    /// What stores and applications keep in the Key by name (symfony/lock's `setState()`),
-    /// counted references to the PHP values, in the order they were set.
-    state: RefCell<Vec<(Vec<u8>, Zval)>>,
+    /// What stores and applications keep in the Key by name (symfony/lock's `setState()`).
+    state: KeyStates,
     /// Set by `markUnserializable()`: `serialize()` then refuses the Key.
     unserializable: Cell<bool>,
 }
@@ -49,7 +48,7 @@ impl PhpKey {
         PhpKey {
             resource: key.resource().to_vec(),
             inner: Arc::new(parking_lot::Mutex::new(key)),
-            state: RefCell::default(),
+            state: KeyStates::default(),
             unserializable: Cell::new(false),
         }
     }
@@ -129,36 +128,22 @@ impl PhpKey {
     }
 
     pub fn has_state(&self, stateKey: Bytes<1>) -> bool {
-        self.state
-            .borrow()
-            .iter()
-            .any(|(name, _)| *name == stateKey.0)
+        self.state.has(&stateKey.0)
     }
 
     /// Keeps `state` under `stateKey` (a store keeps its own data under its class name).
     pub fn set_state(&self, stateKey: Bytes<1>, state: &Zval) {
-        let value = state.shallow_clone();
-        let mut states = self.state.borrow_mut();
-        match states.iter_mut().find(|(name, _)| *name == stateKey.0) {
-            Some((_, kept)) => *kept = value,
-            None => states.push((stateKey.0, value)),
-        }
+        self.state.set(stateKey.0, state);
     }
 
     pub fn remove_state(&self, stateKey: Bytes<1>) {
-        self.state
-            .borrow_mut()
-            .retain(|(name, _)| *name != stateKey.0);
+        self.state.remove(&stateKey.0);
     }
 
     /// The state kept under `stateKey`; null when there is none (symfony/lock returns null
     /// with PHP's "Undefined array key" warning).
     pub fn get_state(&self, stateKey: Bytes<1>) -> Zval {
-        self.state
-            .borrow()
-            .iter()
-            .find(|(name, _)| *name == stateKey.0)
-            .map_or_else(Zval::new, |(_, value)| value.shallow_clone())
+        self.state.get(&stateKey.0)
     }
 
     /// From now on `serialize()` refuses this Key (a store whose lock cannot leave the process).
@@ -177,45 +162,9 @@ impl PhpKey {
     #[php(name = "__serialize")]
     pub fn serialize(&self) -> PhpResult<ZBox<ZendHashTable>> {
         let mut key = self.engine()?;
-        // A Key inherited through fork() never exports its parent's token: it becomes this
-        // process's own first, with a token of its own that holds nothing.
-        key.adopt_if_inherited();
-        if self.unserializable.get() {
-            return Err(to_php(Error::Unserializable {
-                resource: key.display_resource(),
-                reason: "it was marked unserializable".into(),
-            }));
-        }
-        if key.is_process_bound() {
-            return Err(to_php(Error::Unserializable {
-                resource: key.display_resource(),
-                reason: "it holds a lock bound to this process (flock)".into(),
-            }));
-        }
-        let token = key.token().map_err(to_php)?.as_str().to_owned();
+        let token = exported_token(&mut key, self.unserializable.get()).map_err(to_php)?;
         let mut data = ZendHashTable::new();
-        let failed = |e: ext_php_rs::error::Error| {
-            to_php(Error::InvalidArgument {
-                message: e.to_string(),
-            })
-        };
-        data.insert("resource", Binary::new(key.resource().to_vec()))
-            .map_err(failed)?;
-        data.insert("token", token).map_err(failed)?;
-        // The expiry as a wall-clock time, as symfony/lock's Key keeps it, so the remaining
-        // lifetime carries over to another process (of a host whose clock agrees).
-        let expiring_time = key.remaining_lifetime().map(|left| unix_now() + left);
-        data.insert("expiringTime", expiring_time).map_err(failed)?;
-        let mut state = ZendHashTable::new();
-        for (name, value) in self.state.borrow().iter() {
-            state
-                .insert(
-                    String::from_utf8_lossy(name).as_ref(),
-                    value.shallow_clone(),
-                )
-                .map_err(failed)?;
-        }
-        data.insert("state", state).map_err(failed)?;
+        write_parts(&mut data, &key, token, &self.state).map_err(to_php)?;
         Ok(data)
     }
 
@@ -224,30 +173,12 @@ impl PhpKey {
     /// (Unix time) and `'state' => array`.
     #[php(name = "__unserialize")]
     pub fn unserialize(&mut self, data: &ZendHashTable) -> PhpResult<()> {
-        let field = |name: &str| data.get(name).and_then(|value| value.binary::<u8>());
-        let (Some(resource), Some(token)) = (field("resource"), field("token")) else {
-            return Err(invalid_argument(
-                "A serialized Deadbolt\\Key needs string \"resource\" and \"token\" fields.".into(),
-            ));
-        };
-        let token = String::from_utf8(token)
-            .map_err(|_| invalid_argument("A lock token must be valid UTF-8.".into()))?;
-        let mut key = Key::import(resource, token).map_err(to_php)?;
-        let expiring_time = data
-            .get("expiringTime")
-            .and_then(|at| at.double().or_else(|| at.long().map(|at| at as f64)));
-        if let Some(at) = expiring_time {
-            restore_expiry(&mut key, at - unix_now())?;
-        }
-        let mut state = Vec::new();
-        if let Some(kept) = data.get("state").and_then(Zval::array) {
-            for (name, value) in kept {
-                state.push((name.to_string().into_bytes(), value.shallow_clone()));
-            }
-        }
+        let parts = read_parts(data, "Deadbolt\\Key").map_err(to_php)?;
+        let mut key = Key::import(parts.resource, parts.token).map_err(to_php)?;
+        parts.expiry.restore(&mut key).map_err(to_php)?;
         self.resource = key.resource().to_vec();
         self.inner = Arc::new(parking_lot::Mutex::new(key));
-        *self.state.borrow_mut() = state;
+        self.state.replace(parts.state);
         Ok(())
     }
 }
@@ -282,9 +213,7 @@ unsafe extern "C" fn compare_keys(
 /// The values kept in its state (`setState()`), each one counted reference of this Key's.
 impl crate::zend_object::gc::GcChildren for PhpKey {
     fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
-        if let Ok(state) = self.state.try_borrow() {
-            state.iter().for_each(|(_, value)| report(value));
-        }
+        self.state.gc_children(report);
     }
 }
 
@@ -304,34 +233,4 @@ impl crate::zend_object::DebugInfo for PhpKey {
         let _ = table.insert("resource", Binary::new(key.resource().to_vec()));
         let _ = table.insert("remainingLifetime", key.remaining_lifetime());
     }
-}
-
-/// Gives a restored key the expiry it was saved with, `left` seconds from now: one in the past
-/// stays that far in the past; one further ahead than any TTL (~31 years) is refused, as a TTL
-/// that long would be.
-fn restore_expiry(key: &mut Key, left: f64) -> PhpResult<()> {
-    if !left.is_finite() {
-        return Err(invalid_argument(
-            "A serialized Deadbolt\\Key's \"expiringTime\" must be a finite number.".into(),
-        ));
-    }
-    if left <= 0.0 {
-        key.expired_ago(Duration::try_from_secs_f64(-left).unwrap_or(Duration::MAX));
-        return Ok(());
-    }
-    let ttl = deadbolt_core::Ttl::from_secs(left).map_err(|_| {
-        invalid_argument(format!(
-            "A serialized Deadbolt\\Key's \"expiringTime\" is {left:.0} s ahead, more than the \
-             longest TTL (about 31 years): it cannot be an expiry this Key was given."
-        ))
-    })?;
-    key.reduce_lifetime(ttl);
-    Ok(())
-}
-
-/// Now as Unix time in seconds.
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |since| since.as_secs_f64())
 }

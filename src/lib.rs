@@ -10,6 +10,7 @@ mod exceptions;
 mod interfaces;
 mod interrupts;
 mod key;
+mod key_data;
 mod lock;
 mod lock_factory;
 mod lock_state;
@@ -68,6 +69,7 @@ extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
 /// ends with its releases confirmed (or counted as failed) and no reply left for the next one.
 extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     end_of_request::drop_tracked();
+    user_store::forget_thrown();
     deadbolt_core::read_unread_replies();
     0
 }
@@ -89,6 +91,8 @@ fn install_engine_hooks() {
     lock::PhpLock::hook_destructor();
     semaphore::PhpSemaphore::hook_destructor();
     zend_object::let_serialize_reach::<semaphore::PhpSemaphore>();
+    zend_object::let_serialize_reach::<semaphore::PhpSemaphoreKey>();
+    zend_object::gc::hook_gc::<semaphore::PhpSemaphoreKey>();
     zend_object::gc::hook_gc::<semaphore::PhpSemaphore>();
     zend_object::gc::hook_gc::<semaphore::PhpSemaphoreFactory>();
     zend_object::hook_debug_info::<semaphore::PhpSemaphore>();

@@ -9,13 +9,15 @@ use std::sync::Arc;
 
 use deadbolt_core::{AutoRefresh, Key, Lock, Mode, SharedKey, Slots, StoreRef};
 use ext_php_rs::binary::Binary;
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendObject, Zval};
+use ext_php_rs::types::{ZendHashTable, ZendObject, Zval};
 
 use crate::args;
 use crate::error_map::{bad_method_call_exception, Family};
 use crate::exceptions::ExceptionClass;
+use crate::key_data::{exported_token, read_parts, write_parts, KeyStates};
 use crate::lock::{HoldsLock, PhpLock};
 use crate::php_param::{Bool, Bytes, Float, OptionalFloat};
 use crate::store_arg::engine_store_arg;
@@ -38,14 +40,40 @@ fn semaphore_error(err: deadbolt_core::Error) -> PhpException {
 #[php(flags = ClassFlags::Final)]
 pub struct PhpSemaphoreKey {
     inner: SharedKey,
+    /// The engine key's resource and slots, which never change: kept here too, so the Key answers
+    /// (and a clone copies them) while a call made with it holds the engine key.
+    resource: Vec<u8>,
+    slots: Slots,
+    /// What stores and applications keep in the Key by name (symfony/semaphore's `setState()`).
+    state: KeyStates,
 }
 
-/// What PHP makes without the constructor (`clone`, `unserialize()`): one slot of one on "".
+/// What PHP makes without the constructor (`unserialize()`): one slot of one on "".
 impl Default for PhpSemaphoreKey {
     fn default() -> Self {
-        let key = Key::with_slots("", Slots::ONE);
+        PhpSemaphoreKey::from_key(Key::with_slots("", Slots::ONE))
+    }
+}
+
+/// `clone`: as symfony/semaphore's plain Key, an independent Key with the same state: the same
+/// resource, limit, weight, owner token (so the copy holds what the original holds, in a store
+/// not bound to a process), lifetime and values kept by name. A key inherited through fork(), or
+/// cloned from inside a call made with it (a signal handler, a logger), gives a copy with an
+/// owner of its own: the token is not this process's to copy, or cannot be read without waiting
+/// for ever.
+impl Clone for PhpSemaphoreKey {
+    fn clone(&self) -> Self {
+        let (resource, slots) = (self.resource.clone(), self.slots);
+        let copy = self.inner.try_lock().and_then(|key| {
+            let token = key.drawn_token().filter(|_| !key.is_inherited())?;
+            let mut copy =
+                Key::import_with_slots(resource.clone(), token.as_str().to_owned(), slots).ok()?;
+            crate::user_store::copy_lifetime(&key, &mut copy);
+            Some(copy)
+        });
         PhpSemaphoreKey {
-            inner: Arc::new(parking_lot::Mutex::new(key)),
+            state: self.state.shallow_copy(),
+            ..PhpSemaphoreKey::from_key(copy.unwrap_or_else(|| Key::with_slots(resource, slots)))
         }
     }
 }
@@ -58,8 +86,19 @@ fn semaphore_ttl(secs: Option<f64>) -> PhpResult<Option<deadbolt_core::Ttl>> {
 }
 
 impl PhpSemaphoreKey {
-    fn slots(&self) -> Option<Slots> {
-        self.inner.try_lock().and_then(|key| key.slots())
+    /// Wraps an engine key with slots.
+    pub(crate) fn from_key(key: Key) -> Self {
+        PhpSemaphoreKey {
+            resource: key.resource().to_vec(),
+            slots: key.slots().unwrap_or(Slots::ONE),
+            inner: Arc::new(parking_lot::Mutex::new(key)),
+            state: KeyStates::default(),
+        }
+    }
+
+    /// The engine key, shared with the semaphores made from this Key.
+    pub(crate) fn shared_key(&self) -> SharedKey {
+        Arc::clone(&self.inner)
     }
 
     fn key(&self) -> PhpResult<parking_lot::MutexGuard<'_, Key>> {
@@ -72,24 +111,40 @@ impl PhpSemaphoreKey {
     #[php(defaults(weight = 1))]
     pub fn __construct(resource: Bytes<1>, limit: i64, weight: i64) -> PhpResult<Self> {
         let slots = Slots::new(limit, weight).map_err(semaphore_error)?;
-        Ok(PhpSemaphoreKey {
-            inner: Arc::new(parking_lot::Mutex::new(Key::with_slots(resource.0, slots))),
-        })
+        Ok(PhpSemaphoreKey::from_key(Key::with_slots(
+            resource.0, slots,
+        )))
     }
 
     #[php(name = "__toString")]
-    pub fn to_string(&self) -> PhpResult<Binary<u8>> {
-        Ok(Binary::new(self.key()?.resource().to_vec()))
+    pub fn to_string(&self) -> Binary<u8> {
+        Binary::new(self.resource.clone())
     }
 
     pub fn get_limit(&self) -> i64 {
-        self.slots()
-            .map_or(1, |s| i64::try_from(s.limit()).unwrap_or(i64::MAX))
+        i64::try_from(self.slots.limit()).unwrap_or(i64::MAX)
     }
 
     pub fn get_weight(&self) -> i64 {
-        self.slots()
-            .map_or(1, |s| i64::try_from(s.weight()).unwrap_or(i64::MAX))
+        i64::try_from(self.slots.weight()).unwrap_or(i64::MAX)
+    }
+
+    pub fn has_state(&self, stateKey: Bytes<1>) -> bool {
+        self.state.has(&stateKey.0)
+    }
+
+    /// Keeps `state` under `stateKey` (a store keeps its own data under its class name).
+    pub fn set_state(&self, stateKey: Bytes<1>, state: &Zval) {
+        self.state.set(stateKey.0, state);
+    }
+
+    pub fn remove_state(&self, stateKey: Bytes<1>) {
+        self.state.remove(&stateKey.0);
+    }
+
+    /// The state kept under `stateKey`; null when there is none.
+    pub fn get_state(&self, stateKey: Bytes<1>) -> Zval {
+        self.state.get(&stateKey.0)
     }
 
     pub fn reset_lifetime(&self) -> PhpResult<()> {
@@ -113,6 +168,51 @@ impl PhpSemaphoreKey {
 
     pub fn is_expired(&self) -> PhpResult<bool> {
         Ok(self.key()?.is_expired())
+    }
+
+    /// The key as data, so another process can release, refresh or check the slot it holds (on
+    /// Redis): a lock Key's fields (`resource`, `token`, `expiringTime`, `state`) and `limit`,
+    /// `weight`. Refused while it holds flock slots, which belong to this process.
+    #[php(name = "__serialize")]
+    pub fn serialize(&self) -> PhpResult<ZBox<ZendHashTable>> {
+        let mut key = self.key()?;
+        let token = exported_token(&mut key, false).map_err(semaphore_error)?;
+        let mut data = ZendHashTable::new();
+        write_parts(&mut data, &key, token, &self.state).map_err(semaphore_error)?;
+        let failed = |e: ext_php_rs::error::Error| {
+            semaphore_error(deadbolt_core::Error::InvalidArgument {
+                message: e.to_string(),
+            })
+        };
+        data.insert("limit", self.get_limit()).map_err(failed)?;
+        data.insert("weight", self.get_weight()).map_err(failed)?;
+        Ok(data)
+    }
+
+    /// Restores a key made by `__serialize` (here or in another process): string `resource` and
+    /// `token`, integer `limit` and `weight` (checked as the constructor checks them), optionally
+    /// `expiringTime` (Unix time) and `state`.
+    #[php(name = "__unserialize")]
+    pub fn unserialize(&mut self, data: &ZendHashTable) -> PhpResult<()> {
+        const CLASS: &str = "Deadbolt\\Semaphore\\Key";
+        let parts = read_parts(data, CLASS).map_err(semaphore_error)?;
+        let int = |name: &str| data.get(name).and_then(Zval::long);
+        let (Some(limit), Some(weight)) = (int("limit"), int("weight")) else {
+            return Err(semaphore_error(deadbolt_core::Error::InvalidArgument {
+                message: format!(
+                    "A serialized {CLASS} needs integer \"limit\" and \"weight\" fields."
+                ),
+            }));
+        };
+        let slots = Slots::new(limit, weight).map_err(semaphore_error)?;
+        let mut key =
+            Key::import_with_slots(parts.resource, parts.token, slots).map_err(semaphore_error)?;
+        parts.expiry.restore(&mut key).map_err(semaphore_error)?;
+        *self = PhpSemaphoreKey {
+            state: parts.state,
+            ..PhpSemaphoreKey::from_key(key)
+        };
+        Ok(())
     }
 }
 
@@ -224,7 +324,9 @@ impl PhpSemaphore {
 }
 
 /// `Deadbolt\Semaphore\SemaphoreFactory`: semaphores on one store (a FlockStore, InMemoryStore or
-/// RedisStore: the same objects as for locks), all reporting to one logger.
+/// RedisStore: the same objects as for locks; or an object implementing
+/// `Deadbolt\Semaphore\PersistingStoreInterface`, called through its methods), all reporting to
+/// one logger.
 #[php_class]
 #[php(name = "Deadbolt\\Semaphore\\SemaphoreFactory")]
 pub struct PhpSemaphoreFactory {
@@ -243,7 +345,11 @@ impl PhpSemaphoreFactory {
                 logger: None,
             });
         }
-        let store = engine_store_arg(store, argument)?;
+        let store = match crate::user_store::UserStore::semaphores_of(store) {
+            // It calls PHP: never from Drop (a Semaphore's end-of-request path releases it).
+            Some(user) => StoreRef::Lent(Rc::new(user)),
+            None => engine_store_arg(store, argument)?,
+        };
         let semaphores = |inner: &Rc<dyn deadbolt_core::Store>| {
             deadbolt_core::semaphores(Rc::clone(inner)).map_err(semaphore_error)
         };
@@ -265,6 +371,7 @@ impl PhpSemaphoreFactory {
         auto_refresh: AutoRefresh,
     ) -> PhpResult<PhpSemaphore> {
         let ttl = semaphore_ttl(ttl)?;
+        crate::user_store::check_semaphore_ttl(&self.store, ttl).map_err(semaphore_error)?;
         let lock = Lock::new(key, self.store.clone(), ttl, auto_release)
             .with_auto_refresh(auto_refresh)
             .map_err(semaphore_error)?;
@@ -349,6 +456,13 @@ impl GcChildren for PhpSemaphoreFactory {
     }
 }
 
+/// The values kept in its state (`setState()`).
+impl GcChildren for PhpSemaphoreKey {
+    fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
+        self.state.gc_children(report);
+    }
+}
+
 /// Its logger.
 impl GcChildren for PhpSemaphore {
     fn gc_children(&self, report: &mut dyn FnMut(&Zval)) {
@@ -411,7 +525,8 @@ fn store_exception(class: ExceptionClass, message: String) -> PhpException {
 
 #[php_impl]
 impl PhpSemaphoreStore {
-    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore.
+    /// `$store`: a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, or an object
+    /// implementing `Deadbolt\Semaphore\PersistingStoreInterface`.
     pub fn __construct(store: &mut ZendObject) -> PhpResult<Self> {
         let factory = PhpSemaphoreFactory::on(
             store,

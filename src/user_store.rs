@@ -1,5 +1,9 @@
 //! A store written in PHP: any object implementing `Deadbolt\Store\PersistingStoreInterface`
-//! works as a store through its own methods, as any store does under symfony/lock's Lock.
+//! works as a store through its own methods, as any store does under symfony/lock's Lock; one
+//! implementing `Deadbolt\Semaphore\PersistingStoreInterface` keeps semaphores the same way (its
+//! `save($key, $ttl)` takes the slot with its TTL, as under symfony/semaphore's Semaphore; a
+//! waiting acquire polls it as below; `SemaphoreAcquiringException` is no room,
+//! `SemaphoreExpiredException` a slot that is gone).
 //!
 //! What a Lock asks of it, and how:
 //! - acquire: `save($key)` (`saveRead($key)` for a read lock when the object implements
@@ -9,19 +13,21 @@
 //!   `max_execution_time` honoured): the object's own `waitAndSave()` could honour none of them;
 //! - refresh: `putOffExpiration()`; release: `delete()`, then `exists()`; `isAcquired()`: `exists()`.
 //!
-//! The object is handed one `Deadbolt\Key` per lock owner (by token), kept for as long as the
-//! owner holds the lock, so state the store keeps in it (`setState()`) lasts as in symfony/lock.
+//! The object is handed one `Deadbolt\Key` (a `Deadbolt\Semaphore\Key` for semaphores) per lock
+//! owner (by token), kept for as long as the owner holds the lock, so state the store keeps in it
+//! (`setState()`) lasts as in symfony/lock.
 //! That Key carries the lock's resource, token and lifetime; the lifetime goes back to the Lock
 //! after each call. The calls go through the boundary of `php_call.rs`; the exceptions they throw
-//! become Deadbolt's (a `LockConflictedException` of Deadbolt's or symfony/lock's is a conflict).
+//! become Deadbolt's (a `LockConflictedException` of Deadbolt's or symfony/lock's is a conflict),
+//! and any other one is the previous exception of the one Deadbolt throws ([`thrown_for`]).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use deadbolt_core::{
-    Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, SharedKey, Store, StoreRef,
-    Ttl,
+    Capabilities, Error, ExpiringStore, Extender, Key, Mode, Result, SemaphoreStore, SharedKey,
+    Store, StoreRef, Ttl,
 };
 use ext_php_rs::convert::{IntoZval, IntoZvalDyn};
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
@@ -30,40 +36,89 @@ use parking_lot::MutexGuard;
 
 use crate::key::PhpKey;
 use crate::php_call::guarded;
+use crate::semaphore::PhpSemaphoreKey;
 use crate::zend_object::gc::GcChildren;
 use crate::zend_object::{take_pending_exception, ParkedException};
 
 /// The interface an object implements to be taken as a store.
 pub const INTERFACE: &str = "Deadbolt\\Store\\PersistingStoreInterface";
 const SHARED: &str = "Deadbolt\\Store\\SharedLockStoreInterface";
+/// The interface an object implements to be taken as a store of semaphores.
+pub const SEMAPHORE_INTERFACE: &str = "Deadbolt\\Semaphore\\PersistingStoreInterface";
+
+/// What a store object keeps, so which Key class it is handed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// Locks (`Deadbolt\Key`); `shared`: it implements `SharedLockStoreInterface`.
+    Locks { shared: bool },
+    /// Semaphores (`Deadbolt\Semaphore\Key`).
+    Semaphores,
+}
+
+thread_local! {
+    /// The exception a store object threw that became an engine error, with that error's message,
+    /// until the error is thrown to PHP ([`thrown_for`]) or the request ends.
+    static THROWN: RefCell<Option<(String, Zval)>> = const { RefCell::new(None) };
+}
+
+/// The exception a store written in PHP threw that became the engine error whose message is
+/// `message`: the previous exception of the one Deadbolt throws for it.
+pub fn thrown_for(message: &str) -> Option<Zval> {
+    THROWN.with(|thrown| {
+        let mut thrown = thrown.try_borrow_mut().ok()?;
+        match thrown.take() {
+            Some((kept, exception)) if kept == message => Some(exception),
+            other => {
+                *thrown = other;
+                None
+            }
+        }
+    })
+}
+
+/// Lets go of an exception no error was thrown for (RSHUTDOWN: PHP's objects still exist).
+pub fn forget_thrown() {
+    THROWN.with(|thrown| {
+        if let Ok(mut thrown) = thrown.try_borrow_mut() {
+            thrown.take();
+        }
+    });
+}
 
 /// A PHP store object, called through its methods.
 pub struct UserStore {
     object: Zval,
-    shared: bool,
+    side: Side,
     name: String,
     /// The Key object handed to the store for each owner (token) while it may hold the lock.
     keys: RefCell<HashMap<String, Zval>>,
 }
 
 impl UserStore {
-    /// `object` as a store, when it implements [`INTERFACE`].
+    /// `object` as a store of locks, when it implements [`INTERFACE`].
     pub fn of(object: &mut ZendObject) -> Option<Self> {
-        let implements =
-            |name: &str| ClassEntry::try_find(name).is_some_and(|ce| object.instance_of(ce));
-        if !implements(INTERFACE) {
+        if !implements(object, INTERFACE) {
             return None;
         }
-        let shared = implements(SHARED);
+        let shared = implements(object, SHARED);
+        Some(Self::on(object, Side::Locks { shared }))
+    }
+
+    /// `object` as a store of semaphores, when it implements [`SEMAPHORE_INTERFACE`].
+    pub fn semaphores_of(object: &mut ZendObject) -> Option<Self> {
+        implements(object, SEMAPHORE_INTERFACE).then(|| Self::on(object, Side::Semaphores))
+    }
+
+    fn on(object: &mut ZendObject, side: Side) -> Self {
         let name = format!("UserStore({})", crate::args::class_name(object));
         let mut zval = Zval::new();
         zval.set_object(object);
-        Some(UserStore {
+        UserStore {
             object: zval,
-            shared,
+            side,
             name,
             keys: RefCell::default(),
-        })
+        }
     }
 
     /// The Key object for `key`'s owner, with `key`'s lifetime.
@@ -73,9 +128,8 @@ impl UserStore {
         let zval = match existing {
             Some(zval) => zval,
             None => {
-                let fresh = PhpKey::from_key(Key::import(key.resource().to_vec(), token.clone())?);
-                let zval = fresh
-                    .into_zval(false)
+                let zval = self
+                    .fresh_key(key, token.clone())?
                     .map_err(|e| self.failure(format!("cannot make its Key: {e}")))?;
                 self.keys.borrow_mut().insert(token, zval.shallow_clone());
                 zval
@@ -87,6 +141,22 @@ impl UserStore {
             }
         }
         Ok(zval)
+    }
+
+    /// A new Key object of the store's side for `key`'s resource (and slots) and `token`.
+    fn fresh_key(
+        &self,
+        key: &Key,
+        token: String,
+    ) -> Result<std::result::Result<Zval, ext_php_rs::error::Error>> {
+        let resource = key.resource().to_vec();
+        Ok(match (self.side, key.slots()) {
+            (Side::Semaphores, Some(slots)) => {
+                let engine = Key::import_with_slots(resource, token, slots)?;
+                PhpSemaphoreKey::from_key(engine).into_zval(false)
+            }
+            _ => PhpKey::from_key(Key::import(resource, token)?).into_zval(false),
+        })
     }
 
     /// The Key object handed to the store (`inner`), locked, to copy a lifetime to or from the
@@ -129,6 +199,7 @@ impl UserStore {
         method: &str,
         params: Vec<&dyn IntoZvalDyn>,
     ) -> std::result::Result<Zval, Thrown> {
+        forget_thrown();
         let _parked = crate::php_call::exception_in_flight()
             .then(ParkedException::park)
             .flatten();
@@ -141,7 +212,7 @@ impl UserStore {
             )));
         }
         if let Some(exception) = take_pending_exception() {
-            return Err(Thrown::Exception(Caught::of(&exception)));
+            return Err(Thrown::Exception(Caught::of(exception)));
         }
         result.map_err(|e| Thrown::Other(format!("{method}() could not be called: {e}")))
     }
@@ -151,11 +222,21 @@ impl UserStore {
             Thrown::Exception(caught) if caught.conflict => {
                 Error::conflict(key.display_resource(), &self.name)
             }
+            Thrown::Exception(caught) if caught.gone => {
+                Error::not_held(key.display_resource(), &self.name)
+            }
             Thrown::Exception(caught) if caught.expired => Error::Expired {
                 message: caught.message,
             },
             Thrown::Exception(caught) => {
-                self.failure(format!("{}: {}", caught.class, caught.message))
+                let error = self.failure(format!("{}: {}", caught.class, caught.message));
+                // Kept for the exception Deadbolt throws, as its previous one.
+                THROWN.with(|thrown| {
+                    if let Ok(mut thrown) = thrown.try_borrow_mut() {
+                        *thrown = Some((error.to_string(), caught.exception));
+                    }
+                });
+                error
             }
             Thrown::Other(message) => self.failure(message),
         }
@@ -193,23 +274,27 @@ enum Thrown {
     Other(String),
 }
 
-/// The facts kept of an exception the store threw.
+/// The facts kept of an exception the store threw, and the exception.
 struct Caught {
     class: String,
     message: String,
+    /// No room: a lock held by someone else, a semaphore full.
     conflict: bool,
+    /// A semaphore's slot that is gone (`SemaphoreExpiredException`).
+    gone: bool,
     expired: bool,
+    exception: Zval,
 }
 
 impl Caught {
-    fn of(exception: &ZendObject) -> Caught {
+    fn of(mut exception: ext_php_rs::boxed::ZBox<ZendObject>) -> Caught {
         let is = |names: [&str; 2]| {
             names
                 .iter()
                 .any(|name| ClassEntry::try_find(name).is_some_and(|ce| exception.instance_of(ce)))
         };
         Caught {
-            class: crate::args::class_name(exception),
+            class: crate::args::class_name(&exception),
             message: guarded(|| exception.try_call_method("getMessage", vec![]))
                 .ok()
                 .and_then(Result::ok)
@@ -218,23 +303,44 @@ impl Caught {
             conflict: is([
                 "Deadbolt\\Exception\\LockConflictedException",
                 "Symfony\\Component\\Lock\\Exception\\LockConflictedException",
+            ]) || is([
+                "Deadbolt\\Semaphore\\Exception\\SemaphoreAcquiringException",
+                "Symfony\\Component\\Semaphore\\Exception\\SemaphoreAcquiringException",
+            ]),
+            gone: is([
+                "Deadbolt\\Semaphore\\Exception\\SemaphoreExpiredException",
+                "Symfony\\Component\\Semaphore\\Exception\\SemaphoreExpiredException",
             ]),
             expired: is([
                 "Deadbolt\\Exception\\LockExpiredException",
                 "Symfony\\Component\\Lock\\Exception\\LockExpiredException",
             ]),
+            exception: {
+                let mut zval = Zval::new();
+                zval.set_object(&mut exception);
+                zval
+            },
         }
     }
 }
 
-/// The engine key inside a `Deadbolt\Key` object.
+/// Whether `object` implements the interface `name`.
+fn implements(object: &ZendObject, name: &str) -> bool {
+    ClassEntry::try_find(name).is_some_and(|ce| object.instance_of(ce))
+}
+
+/// The engine key inside a `Deadbolt\Key` or `Deadbolt\Semaphore\Key` object.
 fn inner_key(zval: &Zval) -> Option<deadbolt_core::SharedKey> {
     let object = zval.object()?;
-    ZendClassObject::<PhpKey>::from_zend_obj(object).map(|key| key.inner.clone())
+    ZendClassObject::<PhpKey>::from_zend_obj(object)
+        .map(|key| key.inner.clone())
+        .or_else(|| {
+            ZendClassObject::<PhpSemaphoreKey>::from_zend_obj(object).map(|key| key.shared_key())
+        })
 }
 
 /// Gives `to` the lifetime of `from`.
-fn copy_lifetime(from: &Key, to: &mut Key) {
+pub(crate) fn copy_lifetime(from: &Key, to: &mut Key) {
     to.reset_lifetime();
     match from.remaining_lifetime() {
         None => {}
@@ -255,7 +361,7 @@ impl Store for UserStore {
     }
 
     fn save(&self, key: &mut Key, mode: Mode, ttl: Option<Ttl>) -> Result<()> {
-        let method = if mode == Mode::Shared && self.shared {
+        let method = if mode == Mode::Shared && self.side == (Side::Locks { shared: true }) {
             "saveRead"
         } else {
             "save"
@@ -301,8 +407,37 @@ impl Store for UserStore {
         Capabilities {
             blocking: None,
             expiring: Some(self),
+            semaphores: (self.side == Side::Semaphores).then_some(self as &dyn SemaphoreStore),
             ..Capabilities::default()
         }
+    }
+}
+
+/// symfony/semaphore's `PersistingStoreInterface` on the object: `save($key, $ttl)` takes the slot
+/// with its TTL; a waiting acquire polls it every 90-110 ms (the trait's default), with the
+/// deadline and interrupts honoured as a lock's poll is; the object decides when slots expire.
+impl SemaphoreStore for UserStore {
+    fn save(&self, key: &mut Key, ttl: Option<Ttl>) -> Result<()> {
+        // Refused when the semaphore is made (check_semaphore_ttl); kept for any other way in.
+        let ttl = ttl.ok_or_else(|| no_ttl(&self.name))?;
+        self.call("save", key, Some(ttl.duration().as_secs_f64()))
+            .map(|_| ())
+    }
+
+    fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
+        Store::put_off_expiration(self, key, ttl)
+    }
+
+    fn delete(&self, key: &mut Key) -> Result<()> {
+        Store::delete(self, key)
+    }
+
+    fn exists(&self, key: &Key) -> Result<bool> {
+        Store::exists(self, key)
+    }
+
+    fn expires(&self) -> bool {
+        true
     }
 }
 
@@ -311,6 +446,31 @@ impl Store for UserStore {
 impl ExpiringStore for UserStore {
     fn extender(&self) -> Option<std::sync::Arc<dyn Extender>> {
         None
+    }
+}
+
+/// Refuses a semaphore without a TTL on a store written in PHP, when it is made rather than at
+/// its first acquire: symfony/semaphore's `save($key, $ttlInSecond)` has no way to say "none".
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the store and what to do.
+pub fn check_semaphore_ttl(store: &StoreRef, ttl: Option<Ttl>) -> Result<()> {
+    let (StoreRef::Owned(inner) | StoreRef::Lent(inner)) = store;
+    let user = inner
+        .as_any()
+        .and_then(|any| any.downcast_ref::<UserStore>());
+    match (user, ttl) {
+        (Some(user), None) => Err(no_ttl(&user.name)),
+        _ => Ok(()),
+    }
+}
+
+fn no_ttl(store: &str) -> Error {
+    Error::InvalidArgument {
+        message: format!(
+            "{store} needs a TTL for a semaphore: symfony/semaphore's save() takes one. Give the \
+             semaphore a TTL (createSemaphore()'s $ttlInSecond, or the Semaphore's)."
+        ),
     }
 }
 

@@ -123,6 +123,22 @@ impl Key {
         Ok(key)
     }
 
+    /// A semaphore's key that arrived from another process with its owner token and its slots:
+    /// it can give back or put off the slot that token holds in a store not bound to a process.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for an unusable token.
+    pub fn import_with_slots(
+        resource: impl Into<Vec<u8>>,
+        token: String,
+        slots: Slots,
+    ) -> Result<Self> {
+        Ok(Key {
+            slots: Some(slots),
+            ..Key::import(resource, token)?
+        })
+    }
+
     /// The resource, byte for byte.
     pub fn resource(&self) -> &[u8] {
         &self.resource
@@ -304,6 +320,16 @@ mod tests {
         let shown = display_resource(&vec![b'x'; 1000]);
         assert!(shown.len() < 300, "{shown}");
         assert!(shown.ends_with("(1000 bytes)"));
+    }
+
+    #[test]
+    fn an_imported_semaphore_key_keeps_its_token_and_slots() -> Result<()> {
+        let slots = Slots::new(4, 3)?;
+        let key = Key::import_with_slots("r", "a-token".into(), slots)?;
+        assert_eq!(key.token()?.as_str(), "a-token");
+        assert_eq!(key.slots(), Some(slots));
+        assert!(Key::import_with_slots("r", String::new(), slots).is_err());
+        Ok(())
     }
 
     #[test]

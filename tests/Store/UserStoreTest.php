@@ -203,6 +203,8 @@ final class UserStoreTest extends DeadboltTestCase
             $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
             $this->assertStringContainsString('RuntimeException: the disk is full', $e->getPrevious()->getMessage());
             $this->assertStringContainsString('UserStore(', $e->getPrevious()->getMessage());
+            $this->assertInstanceOf(\RuntimeException::class, $e->getPrevious()->getPrevious(), "the store's own");
+            $this->assertSame('the disk is full', $e->getPrevious()->getPrevious()->getMessage());
         }
         $lock = $factory->createLock('fine', null, false);
         $this->assertTrue($lock->acquire());

@@ -24,7 +24,8 @@ final class Semaphore implements SemaphoreInterface
     /**
      * As symfony/semaphore's constructor; usually made by SemaphoreFactory.
      *
-     * @param object $store a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore
+     * @param object $store a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, or an object implementing
+     *                      Deadbolt\Semaphore\PersistingStoreInterface (called through its methods)
      */
     public function __construct(Key $key, object $store, ?float $ttlInSecond = 300.0, bool $autoRelease = true)
     {

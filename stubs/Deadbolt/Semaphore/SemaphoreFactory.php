@@ -6,14 +6,16 @@ namespace Deadbolt\Semaphore;
 
 /**
  * symfony/semaphore's SemaphoreFactory on one of Deadbolt's stores (the same RedisStore, FlockStore or InMemoryStore
- * objects as for locks); every semaphore it makes reports to its logger.
+ * objects as for locks), or on a store written in PHP (any object implementing {@see PersistingStoreInterface},
+ * called through its methods); every semaphore it makes reports to its logger.
  */
 class SemaphoreFactory
 {
     /**
-     * @param object $store a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore
+     * @param object $store a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, a SemaphoreStore, or an object
+     *                      implementing Deadbolt\Semaphore\PersistingStoreInterface
      *
-     * @throws Exception\InvalidArgumentException for a store that keeps no semaphores (a CombinedStore, a store
+     * @throws Exception\InvalidArgumentException for a store that keeps no semaphores (a CombinedStore, a lock store
      *                                            written in PHP)
      */
     public function __construct(object $store)

@@ -18,7 +18,8 @@ namespace Deadbolt\Semaphore;
 final class SemaphoreStore implements PersistingStoreInterface
 {
     /**
-     * @param object $store a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore
+     * @param object $store a Deadbolt\Store\RedisStore, FlockStore or InMemoryStore, or an object implementing
+     *                      Deadbolt\Semaphore\PersistingStoreInterface (called through its methods)
      *
      * @throws Exception\InvalidArgumentException for a store that keeps no semaphores
      */
