@@ -3,6 +3,7 @@
 //! thrown and handed to the logger as `exception`.
 
 use deadbolt_core::{Error, ErrorKind};
+use ext_php_rs::convert::IntoZval;
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::types::{ZendObject, Zval};
 use ext_php_rs::zend::ClassEntry;
@@ -23,18 +24,21 @@ fn class_of(err: &Error) -> ExceptionClass {
     }
 }
 
-/// A new exception object of class `ce` with `message` and `previous`, constructed as PHP code
-/// would (`new X($message, 0, $previous)`), so file, line and trace point at the calling PHP code.
+/// A new exception object of class `ce` with `message` and `previous`, made as PHP code would
+/// make one with `\Exception`'s constructor (`new X($message, 0, $previous)`), so file, line and
+/// trace point at the calling PHP code. `\Exception`'s and not the class's own: symfony/semaphore's
+/// Semaphore*Exception classes take `(Key $key, string $message)` and word the message themselves.
 pub fn new_exception(ce: &ClassEntry, message: &str, previous: Option<Zval>) -> Option<Zval> {
     let object = ZendObject::new(ce);
-    let code = 0i64;
-    let constructed = crate::php_call::guarded(|| match &previous {
-        Some(previous) => object.try_call_method("__construct", vec![&message, &code, previous]),
-        None => object.try_call_method("__construct", vec![&message, &code]),
-    });
-    constructed.ok()?.ok()?;
+    let mut args = vec![message.into_zval(false).ok()?, 0i64.into_zval(false).ok()?];
+    args.extend(previous);
+    let constructed =
+        crate::php_call::guarded(|| crate::exceptions::construct_as_exception(&object, args));
+    if !constructed.ok()? {
+        return None;
+    }
     let mut zval = Zval::new();
-    ext_php_rs::convert::IntoZval::set_zval(object, &mut zval, false).ok()?;
+    IntoZval::set_zval(object, &mut zval, false).ok()?;
     Some(zval)
 }
 

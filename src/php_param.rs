@@ -32,7 +32,7 @@ extern "C" {
 
 /// Throws PHP's TypeError for argument `arg` of the running function: "must be of type
 /// `expected`, X given".
-fn refuse(arg: u32, expected: &CStr, given: &Zval) {
+pub(crate) fn refuse(arg: u32, expected: &CStr, given: &Zval) {
     // SAFETY: called while the engine runs the internal function whose argument this is (the
     // message names it from the current frame); both strings are NUL-terminated and outlive the
     // call, which copies them into the message.

@@ -106,6 +106,15 @@ impl PhpSemaphoreKey {
     }
 }
 
+/// The resource of a `Deadbolt\Semaphore\Key` (what its `__toString()` answers), or `None` when
+/// `value` is no such Key. Read from the copy the Key keeps, so it answers while a call holds the
+/// engine key (a store written in PHP throwing about the Key it was handed).
+pub(crate) fn key_resource(value: &Zval) -> Option<Vec<u8>> {
+    let object = value.object()?;
+    ext_php_rs::types::ZendClassObject::<PhpSemaphoreKey>::from_zend_obj(object)
+        .map(|key| key.resource.clone())
+}
+
 #[php_impl]
 impl PhpSemaphoreKey {
     #[php(defaults(weight = 1))]
