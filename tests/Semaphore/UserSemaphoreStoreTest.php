@@ -98,7 +98,7 @@ final class UserSemaphoreStoreTest extends DeadboltTestCase
                 public function save(Deadbolt\Semaphore\Key $key, float $ttlInSecond): void
                 {
                     ++$this->saves;
-                    throw new Deadbolt\Semaphore\Exception\SemaphoreAcquiringException('full');
+                    throw new Deadbolt\Semaphore\Exception\SemaphoreAcquiringException($key, 'full');
                 }
                 public function putOffExpiration(Deadbolt\Semaphore\Key $key, float $ttlInSecond): void {}
                 public function delete(Deadbolt\Semaphore\Key $key): void {}
@@ -151,6 +151,35 @@ final class UserSemaphoreStoreTest extends DeadboltTestCase
         $store->held = [];
         $this->expectException(SemaphoreExpiredException::class);
         $semaphore->refresh();
+    }
+
+    /**
+     * The store throws symfony/semaphore's exceptions as symfony/semaphore's stores do, with its constructor
+     * (`new SemaphoreAcquiringException($key, 'full')`): no room is acquire() answering false, a slot that is gone
+     * refresh() throwing SemaphoreExpiredException.
+     */
+    public function testTheStoresSymfonyStyleExceptionsAreNoRoomAndAGoneSlot(): void
+    {
+        $store = new ArraySemaphoreStore();
+        $factory = new SemaphoreFactory($store);
+        $holder = $factory->createSemaphore('jobs', 1, 1, 30.0);
+        $this->assertTrue($holder->acquire());
+
+        $this->assertFalse($factory->createSemaphore('jobs', 1, 1, 30.0)->acquire(), 'no room');
+        $this->assertCount(1, $store->thrown);
+        $this->assertInstanceOf(SemaphoreAcquiringException::class, $store->thrown[0]);
+        $this->assertSame('The semaphore "jobs" could not be acquired: full.', $store->thrown[0]->getMessage());
+
+        $store->held = [];
+        try {
+            $holder->refresh();
+            $this->fail('a slot the store lost was refreshed');
+        } catch (SemaphoreExpiredException $e) {
+            $this->assertStringStartsWith('The semaphore ', $e->getMessage());
+        }
+        $this->assertCount(2, $store->thrown);
+        $this->assertInstanceOf(SemaphoreExpiredException::class, $store->thrown[1]);
+        $this->assertSame('The semaphore "jobs" has expired: gone.', $store->thrown[1]->getMessage());
     }
 
     public function testASemaphoreWithoutTtlIsRefusedWithAClearMessage(): void
@@ -233,6 +262,9 @@ final class ArraySemaphoreStore implements PersistingStoreInterface
 
     public ?\Throwable $failure = null;
 
+    /** @var list<\Throwable> the exceptions it threw, symfony/semaphore's way: `new SemaphoreAcquiringException($key, 'full')` */
+    public array $thrown = [];
+
     /** @var list<object> what the application keeps in its store (a cycle through it) */
     public array $kept = [];
 
@@ -245,7 +277,7 @@ final class ArraySemaphoreStore implements PersistingStoreInterface
         $resource = (string) $key;
         $token = $this->token($key);
         if (!isset($this->held[$resource][$token]) && $this->weightHeld($resource) + $key->getWeight() > $key->getLimit()) {
-            throw new SemaphoreAcquiringException(sprintf('The semaphore "%s" is full.', $resource));
+            throw $this->thrown[] = new SemaphoreAcquiringException($key, 'full');
         }
         $this->held[$resource][$token] = [$key->getWeight(), microtime(true) + $ttlInSecond];
         $key->reduceLifetime($ttlInSecond);
@@ -257,7 +289,7 @@ final class ArraySemaphoreStore implements PersistingStoreInterface
         $resource = (string) $key;
         $token = $this->token($key);
         if (!isset($this->held[$resource][$token])) {
-            throw new SemaphoreExpiredException(sprintf('The semaphore "%s" has expired.', $resource));
+            throw $this->thrown[] = new SemaphoreExpiredException($key, 'gone');
         }
         $this->held[$resource][$token][1] = microtime(true) + $ttlInSecond;
         $key->reduceLifetime($ttlInSecond);
