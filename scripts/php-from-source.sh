@@ -17,6 +17,9 @@ case "$kind" in
          --with-config-file-scan-dir=/usr/local/etc/php/conf.d) ;;
   *) echo "php-from-source: nts only (a ZTS PHP: scripts/zts-php.sh)" >&2; exit 1 ;;
 esac
+# shellcheck source=lib/php-source.sh
+source scripts/lib/php-source.sh
+flags+=("${PHP_IMAGE_FLAGS[@]}")   # the images' compiler flags
 out=$PWD/target/php-src
 mkdir -p "$out"
 recipe="php8.4 $kind $prefix ${flags[*]} --disable-all --enable-ctype"

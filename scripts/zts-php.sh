@@ -19,6 +19,8 @@
 # 12 runs in a Debian 13 root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/php-source.sh
+source scripts/lib/php-source.sh
 arch=${1:-x86_64} version=${2:-8.4}
 case "$arch $version" in
   "x86_64 8.4") out=$PWD/target/zts-php; cross=() ;;
@@ -29,11 +31,9 @@ esac
 src=$PWD/target/php-src/src; [ "$version" = 8.4 ] || src=$src-$version
 stage=$out/root
 here=$stage/usr/local
-# The images' flags (PHP_CFLAGS, PHP_CPPFLAGS, PHP_LDFLAGS: no -g) and their ZTS options (--enable-zts
-# --disable-zend-signals, as FrankenPHP also requires; --enable-embed).
-flags=(CFLAGS="-fstack-protector-strong -fpic -fpie -O2 -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64"
-  CPPFLAGS="-fstack-protector-strong -fpic -fpie -O2 -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64"
-  LDFLAGS="-Wl,-O1 -pie")
+# The images' flags (PHP_IMAGE_FLAGS) and their ZTS options (--enable-zts --disable-zend-signals, as FrankenPHP
+# also requires; --enable-embed).
+flags=("${PHP_IMAGE_FLAGS[@]}")
 configure=(--prefix=/usr/local --with-config-file-path=/usr/local/etc/php
   --with-config-file-scan-dir=/usr/local/etc/php/conf.d --enable-zts --disable-zend-signals --enable-embed
   --disable-all --enable-ctype --enable-pcntl --enable-posix
@@ -61,8 +61,6 @@ mkdir -p target; exec 9> "target/zts-php-$arch-$version.lock"; flock 9
 if [ -x "$here/bin/php" ] && [ -f "$out/php-zts.tgz" ] && [ "$(cat "$out/recipe" 2>/dev/null)" = "$recipe" ]; then
   echo "$here"; exit 0
 fi
-# shellcheck source=lib/php-source.sh
-source scripts/lib/php-source.sh
 if [ "$arch" = x86_64 ]; then
   need=(gcc libc6-dev make pkg-config xz-utils curl)
   missing=(); for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

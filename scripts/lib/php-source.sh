@@ -5,6 +5,13 @@
 #
 #   source scripts/lib/php-source.sh
 #   php_source 8.4|8.2 DIR MIRROR PRIVATE_APT_LIB     # DIR/php<X.Y>_*.orig.tar.xz exists afterwards
+# The official php images' compiler and linker flags (their PHP_CFLAGS, PHP_CPPFLAGS and PHP_LDFLAGS), given to
+# ./configure by both PHPs built here from source (scripts/zts-php.sh, scripts/php-from-source.sh): -O2 and no -g
+# (PHP's own default, -g -O2, also compiles debug information nobody here reads).
+PHP_IMAGE_FLAGS=(CFLAGS="-fstack-protector-strong -fpic -fpie -O2 -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64"
+  CPPFLAGS="-fstack-protector-strong -fpic -fpie -O2 -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64"
+  LDFLAGS="-Wl,-O1 -pie")
+
 php_source() {
   local src=${2:?usage: php_source 8.4|8.2 DIR MIRROR PRIVATE_APT_LIB}
   mkdir -p "$(dirname "$src")"
