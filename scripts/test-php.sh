@@ -7,8 +7,9 @@
 #      mechanically to build Deadbolt's store (scripts/symfony-semaphore-tests.sh), against a server of their own
 #      (they flush it): where PHPUnit is 9.6 (Debian 12, with Debian 12's symfony 5.4 tests);
 #   4. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
-#      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, and tests/Console (Symfony
-#      Console 7.4's LockableTrait on Deadbolt), which needs it.
+#      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, tests/Console (Symfony
+#      Console 7.4's LockableTrait on Deadbolt), which needs it, and the semaphores' interop and bridge suites with
+#      symfony/semaphore 7.4.
 #
 #   scripts/test-php.sh SO RUN_DIR                     # all of the above
 #   scripts/test-php.sh SO RUN_DIR PHPUNIT_ARGS...     # one pass against redis-server with those arguments
@@ -55,4 +56,10 @@ if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
   echo "== symfony/lock $(cat "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")/../../../../../../version" 2>/dev/null) from $DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD"
   DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD pass symfony-lock-7.4 redis-server redis-cli tests/Interop
   DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD pass symfony-console-7.4 redis-server redis-cli tests/Console
+  # symfony/semaphore of the same release, unpacked beside it: the semaphores' interop and bridge suites.
+  semaphore_autoload=$(dirname "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")")/Semaphore/autoload.php
+  for suite in tests/Semaphore/SymfonySemaphoreInteropTest.php tests/Interop/SymfonyBridgeSemaphoreTest.php; do
+    DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD \
+      DEADBOLT_SYMFONY_SEMAPHORE_AUTOLOAD=$semaphore_autoload pass symfony-semaphore-7.4 redis-server redis-cli "$suite"
+  done
 fi

@@ -16,7 +16,7 @@
 ROOT_TOOL=${ROOT_TOOL:-scripts/debian-root.sh}
 
 # What the PHP suites need beside PHP itself (the php85 root; the arm64 suite run adds them to a fresh copy).
-PORTABLE_SUITE_PACKAGES=(phpunit php-predis php-symfony-lock redis-server redis-tools libfcgi-bin procps openssl)
+PORTABLE_SUITE_PACKAGES=(phpunit php-predis php-symfony-lock php-symfony-semaphore redis-server redis-tools libfcgi-bin procps openssl)
 
 ensure_php85_root() {
   bash "$ROOT_TOOL" ensure --experimental php85 sid \
