@@ -14,7 +14,9 @@ mirror=${DEBIAN_MIRROR:-$(bash "$(dirname "$0")/debian-mirror.sh")}   # the apt 
 autoload=$dir/usr/share/php/Symfony/Component/Lock/autoload.php
 trait=$dir/usr/share/php/Symfony/Component/Console/Command/LockableTrait.php
 semaphore=$dir/usr/share/php/Symfony/Component/Semaphore/autoload.php
-if [ -f "$autoload" ] && [ -f "$trait" ] && [ -f "$semaphore" ] && [ -f "$dir/version" ]; then echo "$autoload"; exit 0; fi
+if [ -f "$autoload" ] && [ -f "$trait" ] && [ -f "$semaphore" ] && [ -f "$dir/version" ]; then
+  echo "$autoload"; exit 0
+fi
 rm -rf "$dir"; mkdir -p "$dir/deb"
 # shellcheck source=lib/private-apt.sh
 source "$(dirname "$0")/lib/private-apt.sh"
