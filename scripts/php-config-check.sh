@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 export PHP_CONFIG=/usr/local/bin/php-config CARGO_TARGET_DIR=$PWD/target/php-config-check
 fail() { echo "php-config-check: FAIL: $*" >&2; exit 1; }
 [ "$(bash scripts/php-binary.sh)" = /usr/local/bin/php ] || fail "php-binary.sh did not pick the php beside PHP_CONFIG"
+# The third-party crates from this root's own build (make test-debian13's); what PHP_CONFIG changes is rebuilt.
+bash scripts/seed-target.sh "$CARGO_TARGET_DIR" "$PWD/target/debian13"
 make build >/dev/null || fail "make build"
 so=$CARGO_TARGET_DIR/release/libdeadbolt.so
 # Built against the /usr/local PHP's headers: it loads there (and says so), whatever Debian's PHP is.
