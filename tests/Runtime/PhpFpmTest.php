@@ -497,14 +497,11 @@ final class PhpFpmTest extends DeadboltTestCase
     private static function workerPids(int $master): array
     {
         $pids = [];
-        foreach (glob('/proc/[0-9]*/stat') ?: [] as $file) {
-            $stat = @file_get_contents($file);
-            if (false === $stat) {
-                continue;
-            }
-            $fields = explode(' ', substr($stat, strrpos($stat, ')') + 2));
-            if ((int) $fields[1] === $master) {
-                $pids[] = (int) basename(\dirname($file));
+        foreach (glob('/proc/[0-9]*', GLOB_ONLYDIR) ?: [] as $dir) {
+            $pid = (int) basename($dir);
+            // A process that exits while we list /proc has no stat left: it is not one of the pool's workers.
+            if ((int) (self::procStat($pid)[1] ?? 0) === $master) {
+                $pids[] = $pid;
             }
         }
         sort($pids);

@@ -97,6 +97,26 @@ abstract class DeadboltTestCase extends TestCase
     }
 
     /**
+     * The fields of /proc/PID/stat after the command name: [0] the state, [1] the parent's pid, and so on; null when
+     * the process is gone. A process that exits between the directory listing and the read gives an empty or
+     * missing file, which callers must treat as gone rather than index into.
+     *
+     * @return list<string>|null
+     */
+    protected static function procStat(int $pid): ?array
+    {
+        $stat = @file_get_contents("/proc/$pid/stat");
+        // The state follows the parenthesised command name, which may itself contain spaces or parentheses.
+        $close = false === $stat ? false : strrpos($stat, ')');
+        if (false === $close) {
+            return null;
+        }
+        $fields = explode(' ', substr($stat, $close + 2));
+
+        return \count($fields) >= 2 ? $fields : null;
+    }
+
+    /**
      * Waits until a process sleeps in the kernel (for instance in flock(2)), so that the next step really happens
      * while it waits. Best effort with a bound: returns false if that did not show within the bound, and the
      * caller goes on anyway; correctness never depends on it.
@@ -105,13 +125,11 @@ abstract class DeadboltTestCase extends TestCase
     {
         $deadline = hrtime(true) + (int) ($bound * 1e9);
         while (hrtime(true) < $deadline) {
-            $stat = @file_get_contents("/proc/$pid/stat");
-            if (false === $stat) {
+            $fields = self::procStat($pid);
+            if (null === $fields) {
                 return false;
             }
-            // The state follows the parenthesised command name, which may itself contain spaces or parentheses.
-            $state = substr($stat, strrpos($stat, ')') + 2, 1);
-            if ('S' === $state) {
+            if ('S' === $fields[0]) {
                 return true;
             }
             usleep(500);
