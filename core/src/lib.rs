@@ -71,6 +71,7 @@ pub use store::redis::native::NativeTransport;
 pub use store::redis::scripts::LockScript;
 pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 pub use store::redis::{protocol::Signal, RedisStore};
+pub use store::sysv::{KeyHash, SysvSemaphoreStore};
 pub use store::{
     inspecting, wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender,
     FencingStore, InspectingStore, Mode, PendingRelease, SemaphoreStore, Store, WaitReport,

@@ -1,5 +1,6 @@
 //! One behaviour suite run against every store (flock on real files, in-memory, Redis on a real
-//! redis-server by TCP and by unix socket, a quorum of the three), plus a suite per capability:
+//! redis-server by TCP and by unix socket, a quorum of the three, System V semaphores), plus a suite
+//! per capability:
 //! shared locks where the store has them.
 #![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
 
@@ -9,8 +10,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use deadbolt_core::{
-    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, Lock, Member, Mode, RedisStore,
-    Silent, Store, StoreRef, Strategy, Ttl, Wait, WaitReport,
+    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, KeyHash, Lock, Member, Mode,
+    RedisStore, Silent, Store, StoreRef, Strategy, SysvSemaphoreStore, Ttl, Wait, WaitReport,
 };
 use support::{unique, RedisServer};
 
@@ -20,6 +21,13 @@ fn ttl(secs: f64) -> Ttl {
 
 /// Runs `check` against each store kind.
 fn each_store(check: impl Fn(&dyn Store, &str)) {
+    each_shared_store(&check);
+    // Exclusive locks only: a set of System V semaphores has no readers.
+    check(&SysvSemaphoreStore::new(KeyHash::Xxh128), "sysv");
+}
+
+/// Runs `check` against each store kind that has shared (read) locks.
+fn each_shared_store(check: impl Fn(&dyn Store, &str)) {
     let dir = tempfile::tempdir().unwrap();
     check(&FlockStore::new(dir.path()).unwrap(), "flock");
     check(&InMemoryStore::new(), "memory");
@@ -116,7 +124,7 @@ fn extending_a_lock_someone_else_holds_is_a_conflict() {
 
 #[test]
 fn readers_share_and_writers_exclude() {
-    each_store(|store, kind| {
+    each_shared_store(|store, kind| {
         let resource = unique("rw");
         let mut reader_a = Key::new(resource.clone());
         let mut reader_b = Key::new(resource.clone());
@@ -145,7 +153,7 @@ fn readers_share_and_writers_exclude() {
 
 #[test]
 fn a_sole_reader_is_promoted_and_a_writer_demoted() {
-    each_store(|store, kind| {
+    each_shared_store(|store, kind| {
         let resource = unique("promote");
         let mut key = Key::new(resource.clone());
         let mut other = Key::new(resource);
@@ -178,6 +186,7 @@ fn a_lock_acquires_refreshes_and_releases() {
         Rc::new(FlockStore::new(dir.path()).unwrap()),
         Rc::new(InMemoryStore::new()),
         Rc::new(RedisStore::connect(&redis.url(), ttl(30.0)).unwrap()),
+        Rc::new(SysvSemaphoreStore::new(KeyHash::Xxh128)),
     ];
     for store in stores {
         let resource = unique("lock");

@@ -115,7 +115,7 @@ fn this_host() -> String {
 }
 
 /// The label in process `pid`'s environment, if it can be read.
-fn label_of(pid: u32) -> Option<String> {
+pub(crate) fn label_of(pid: u32) -> Option<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     crate::holder::label_from_environ(&environ)
 }

@@ -10,6 +10,7 @@ mod flock_holders;
 pub mod flock_path;
 pub mod memory;
 pub mod redis;
+pub mod sysv;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
