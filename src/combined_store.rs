@@ -17,7 +17,6 @@ use crate::error_map::{invalid_argument, to_php, type_error};
 use crate::key::PhpKey;
 use crate::redis_store::PhpRedisStore;
 use crate::store_contract::{store_class_methods, Contract};
-use crate::stores::{PhpFlockStore, PhpInMemoryStore};
 use crate::user_store::UserStore;
 
 #[php_class]
@@ -192,11 +191,8 @@ fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
         ))
     };
     let object = value.object_mut().ok_or_else(not_a_store)?;
-    if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
-        return Ok((Member::Anywhere(flock.inner.clone()), false));
-    }
-    if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
-        return Ok((Member::Anywhere(memory.inner.clone()), false));
+    if let Some(store) = crate::stores::one_host_store(object) {
+        return Ok((Member::Anywhere(store), false));
     }
     if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
         return Ok(redis.member());

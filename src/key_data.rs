@@ -80,7 +80,9 @@ pub(crate) fn exported_token(key: &mut Key, unserializable: bool) -> Result<Stri
         return Err(refused("it was marked unserializable"));
     }
     if key.is_process_bound() {
-        return Err(refused("it holds a lock bound to this process (flock)"));
+        return Err(refused(
+            "it holds a lock bound to this process (flock, System V semaphore)",
+        ));
     }
     Ok(key.token()?.as_str().to_owned())
 }

@@ -107,6 +107,7 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<lock_factory::PhpLockFactory>();
     zend_object::hook_debug_info::<stores::PhpFlockStore>();
     zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
+    zend_object::hook_debug_info::<stores::PhpSemaphoreStore>();
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
@@ -153,6 +154,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<lock_factory::PhpLockFactory>()
         .class::<stores::PhpFlockStore>()
         .class::<stores::PhpInMemoryStore>()
+        .class::<stores::PhpSemaphoreStore>()
         .class::<redis_store::PhpRedisStore>()
         .class::<combined_store::PhpCombinedStore>()
         .class::<combined_store::PhpConsensusStrategy>()

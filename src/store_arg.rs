@@ -9,7 +9,6 @@ use ext_php_rs::types::{ZendClassObject, ZendObject};
 use crate::combined_store::PhpCombinedStore;
 use crate::error_map::type_error;
 use crate::redis_store::PhpRedisStore;
-use crate::stores::{PhpFlockStore, PhpInMemoryStore};
 use crate::user_store::UserStore;
 
 /// The engine store behind a store argument: a Deadbolt store class, or any PHP object that
@@ -32,11 +31,8 @@ pub fn engine_store_arg(object: &mut ZendObject, argument: &str) -> PhpResult<St
 
 /// The engine store behind one of Deadbolt's store classes.
 fn native_store(object: &ZendObject) -> Option<StoreRef> {
-    if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
-        return Some(StoreRef::Owned(flock.inner.clone()));
-    }
-    if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
-        return Some(StoreRef::Owned(memory.inner.clone()));
+    if let Some(store) = crate::stores::one_host_store(object) {
+        return Some(StoreRef::Owned(store));
     }
     if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
         return Some(redis.store_ref());

@@ -8,7 +8,7 @@ use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
 use crate::error_map::invalid_argument;
 use crate::redis_store::{Connection, PhpRedisStore};
-use crate::stores::{PhpFlockStore, PhpInMemoryStore};
+use crate::stores::{PhpFlockStore, PhpInMemoryStore, PhpSemaphoreStore};
 
 #[php_class]
 #[php(name = "Deadbolt\\Store\\StoreFactory")]
@@ -18,7 +18,8 @@ pub struct PhpStoreFactory;
 #[php_impl]
 impl PhpStoreFactory {
     /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
-    /// `redis://…`, `rediss://…`) or a Redis client object (`\Redis`, `\RedisCluster`, Predis).
+    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`) or a Redis client object
+    /// (`\Redis`, `\RedisCluster`, Predis).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
         let Some(connection) = connection.str() else {
             let store = PhpRedisStore::connect(
@@ -49,10 +50,30 @@ impl PhpStoreFactory {
             }
             return Ok(ZendClassObject::new(PhpFlockStore::open(path.to_owned())?).into());
         }
+        if let Some(store) = semaphore_store(connection) {
+            return Ok(ZendClassObject::new(store?).into());
+        }
         let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
         Err(invalid_argument(format!(
-            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"redis://…\" or \"rediss://…\".",
+            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\" or \"rediss://…\".",
             scheme.chars().take(32).collect::<String>()
         )))
     }
+}
+
+/// `semaphore` (symfony/lock's DSN) or `semaphore?hash=md5|xxh128` (the IPC keys of symfony/lock
+/// 5.4, or of 6.0 and later as by default); `None` for another scheme.
+fn semaphore_store(connection: &str) -> Option<PhpResult<PhpSemaphoreStore>> {
+    let rest = connection.strip_prefix("semaphore")?;
+    if rest.is_empty() {
+        return Some(PhpSemaphoreStore::with_key_hash("xxh128"));
+    }
+    Some(match rest.strip_prefix("?hash=") {
+        Some(hash) => PhpSemaphoreStore::with_key_hash(hash),
+        None => Err(invalid_argument(
+            "A semaphore DSN is \"semaphore\", or \"semaphore?hash=md5\" for the IPC keys of \
+             symfony/lock 5.4."
+                .into(),
+        )),
+    })
 }

@@ -1,12 +1,12 @@
-//! `Deadbolt\Store\FlockStore` and `Deadbolt\Store\InMemoryStore`, with the store contract of
-//! `store_contract.rs`.
+//! The one-host stores, `Deadbolt\Store\FlockStore`, `Deadbolt\Store\SemaphoreStore` (System V)
+//! and `Deadbolt\Store\InMemoryStore`, with the store contract of `store_contract.rs`.
 // PHP takes parameter names from the Rust names, and symfony/lock spells them in camelCase
 // (`$autoRelease`, `$lockPath`): reflection and named arguments must match.
 #![allow(non_snake_case)]
 
 use std::rc::Rc;
 
-use deadbolt_core::{FlockStore, InMemoryStore};
+use deadbolt_core::{FlockStore, InMemoryStore, KeyHash, SysvSemaphoreStore};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 
@@ -52,6 +52,46 @@ store_class_methods!(PhpFlockStore {
 });
 
 #[php_class]
+#[php(name = "Deadbolt\\Store\\SemaphoreStore")]
+#[php(flags = ClassFlags::Final)]
+#[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
+pub struct PhpSemaphoreStore {
+    pub(crate) inner: Rc<SysvSemaphoreStore>,
+}
+
+impl PhpSemaphoreStore {
+    fn engine(&self) -> &dyn deadbolt_core::Store {
+        self.inner.as_ref()
+    }
+
+    /// The store whose IPC keys are derived as `key_hash` says: `xxh128` (symfony/lock 6.0 and
+    /// later) or `md5` (symfony/lock 5.4).
+    pub(crate) fn with_key_hash(key_hash: &str) -> PhpResult<Self> {
+        let hash = match key_hash {
+            "xxh128" => KeyHash::Xxh128,
+            "md5" => KeyHash::Md5,
+            other => {
+                return Err(invalid_argument(format!(
+                    "Unknown SemaphoreStore key hash \"{}\": use \"xxh128\" (symfony/lock 6.0 and later, the \
+                     default) or \"md5\" (symfony/lock 5.4).",
+                    other.chars().take(32).collect::<String>()
+                )))
+            }
+        };
+        Ok(PhpSemaphoreStore {
+            inner: Rc::new(SysvSemaphoreStore::new(hash)),
+        })
+    }
+}
+
+store_class_methods!(PhpSemaphoreStore {
+    #[php(defaults(keyHash = "xxh128".to_owned()))]
+    pub fn __construct(keyHash: String) -> PhpResult<Self> {
+        Self::with_key_hash(&keyHash)
+    }
+});
+
+#[php_class]
 #[php(name = "Deadbolt\\Store\\InMemoryStore")]
 #[php(flags = ClassFlags::Final)]
 #[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
@@ -90,8 +130,32 @@ impl crate::zend_object::DebugInfo for PhpFlockStore {
     }
 }
 
+impl crate::zend_object::DebugInfo for PhpSemaphoreStore {
+    fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
+        let _ = table.insert("store", self.engine().name());
+    }
+}
+
 impl crate::zend_object::DebugInfo for PhpInMemoryStore {
     fn debug_info(&self, table: &mut ext_php_rs::types::ZendHashTable) {
         let _ = table.insert("store", self.engine().name());
     }
+}
+
+/// The engine store behind one of the one-host store classes above, callable from any thread
+/// (a combined store asks it alongside the others).
+pub(crate) fn one_host_store(
+    object: &ext_php_rs::types::ZendObject,
+) -> Option<Rc<dyn deadbolt_core::Store + Sync>> {
+    use ext_php_rs::types::ZendClassObject;
+    if let Some(flock) = ZendClassObject::<PhpFlockStore>::from_zend_obj(object) {
+        return Some(flock.inner.clone());
+    }
+    if let Some(semaphore) = ZendClassObject::<PhpSemaphoreStore>::from_zend_obj(object) {
+        return Some(semaphore.inner.clone());
+    }
+    if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
+        return Some(memory.inner.clone());
+    }
+    None
 }

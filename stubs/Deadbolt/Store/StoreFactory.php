@@ -31,11 +31,14 @@ final class StoreFactory
 
     /**
      * @param string|\Redis|\RedisCluster|\Predis\ClientInterface $connection "flock" (system temp dir),
-     *                                                             "flock:///absolute/path", "in-memory", a Redis DSN
+     *                                                             "flock:///absolute/path", "in-memory",
+     *                                                             "semaphore" (System V; "semaphore?hash=md5" for
+     *                                                             symfony/lock 5.4's IPC keys), a Redis DSN
      *                                                             ("redis://...", "rediss://...", "redis:///x.sock",
      *                                                             see {@see RedisStore}) or a Redis client object
      *
-     * @return object a {@see FlockStore}, an {@see InMemoryStore} or a {@see RedisStore} (initial TTL 300 s)
+     * @return object a {@see FlockStore}, an {@see InMemoryStore}, a {@see SemaphoreStore} or a {@see RedisStore}
+     *                (initial TTL 300 s)
      *
      * @throws \Deadbolt\Exception\InvalidArgumentException for any other connection string, or a malformed Redis DSN;
      *                                                      the message names the unsupported scheme or the bad
