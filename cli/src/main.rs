@@ -36,6 +36,8 @@ for it. It releases a resource whoever holds it, and prints a php-fpm pool's sha
 STORE is the connection string the application gives Deadbolt\\Store\\StoreFactory:
   flock                 the system temporary directory ($TMPDIR, else /tmp)
   flock:///DIR, /DIR    the lock files in DIR (a path without a scheme is a directory)
+  semaphore, semaphore?hash=md5
+                        System V semaphores (IPC keys as symfony/lock 6.0+ derive them, or 5.4)
   redis://..., rediss://...
                         a Redis DSN, with every option the application may use: a password in \
 the DSN or password_env=NAME (read from this command's environment), redis_sentinel=SERVICE, \
@@ -90,7 +92,7 @@ enum Command {
     /// Who holds RESOURCE and who waits for it (exit 0: held, 1: free)
     #[command(after_long_help = AFTER_LONG_HELP)]
     Status {
-        /// The store: flock, flock:///DIR, a directory, or a Redis DSN
+        /// The store: flock, flock:///DIR, a directory, semaphore, or a Redis DSN
         store: String,
         /// The resource's name, as the application gives it to createLock()
         resource: String,
@@ -106,7 +108,7 @@ enum Command {
         after_long_help = AFTER_LONG_HELP
     )]
     List {
-        /// The store: flock, flock:///DIR, a directory, or a Redis DSN
+        /// The store: flock, flock:///DIR, a directory, semaphore, or a Redis DSN
         store: String,
         /// Only resources whose names begin with PREFIX (default: all)
         prefix: Option<String>,
@@ -124,7 +126,7 @@ enum Command {
         /// Release even though another process holds the lock: it loses it
         #[arg(long)]
         force: bool,
-        /// The store: flock, flock:///DIR, a directory, or a Redis DSN
+        /// The store: flock, flock:///DIR, a directory, semaphore, or a Redis DSN
         store: String,
         /// The resource's name
         resource: String,

@@ -1,11 +1,12 @@
 //! STORE on the command line: the connection strings `Deadbolt\Store\StoreFactory` accepts
-//! (`flock`, `flock:///DIR`, `redis://`, `rediss://`), and a bare directory path.
+//! (`flock`, `flock:///DIR`, `semaphore`, `semaphore?hash=md5`, `redis://`, `rediss://`), and a
+//! bare directory path.
 
 use std::path::PathBuf;
 
 use deadbolt_core::{
-    FlockStore, InspectingStore, LockState, NativeTransport, RedisStore, Store, Ttl,
-    DEFAULT_TTL_SECS,
+    FlockStore, InspectingStore, KeyHash, LockState, NativeTransport, RedisStore, Store,
+    SysvSemaphoreStore, Ttl, DEFAULT_TTL_SECS,
 };
 
 use crate::Failure;
@@ -13,6 +14,7 @@ use crate::Failure;
 /// The engine's store a STORE names.
 pub enum OpenStore {
     Flock(FlockStore),
+    Semaphore(SysvSemaphoreStore),
     Redis(Box<RedisStore<NativeTransport>>),
 }
 
@@ -24,6 +26,9 @@ impl OpenStore {
             let ttl = Ttl::from_secs(DEFAULT_TTL_SECS).map_err(|e| Failure::engine(&e))?;
             let store = RedisStore::connect(text, ttl).map_err(|e| Failure::engine(&e))?;
             return Ok(OpenStore::Redis(Box::new(store)));
+        }
+        if let Some(hash) = text.strip_prefix("semaphore") {
+            return semaphore_store(hash).map(OpenStore::Semaphore);
         }
         let dir = if text == "flock" {
             std::env::temp_dir()
@@ -43,7 +48,7 @@ impl OpenStore {
             let scheme = text.split_once(':').map_or("", |(scheme, _)| scheme);
             return Err(Failure::usage(format!(
                 "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \
-                 a directory, \"redis://…\" or \"rediss://…\".",
+                 a directory, \"semaphore\", \"redis://…\" or \"rediss://…\".",
                 scheme.chars().take(32).collect::<String>()
             )));
         } else {
@@ -74,6 +79,7 @@ impl OpenStore {
     pub fn name(&self) -> &str {
         match self {
             OpenStore::Flock(store) => store.name(),
+            OpenStore::Semaphore(store) => store.name(),
             OpenStore::Redis(store) => store.name(),
         }
     }
@@ -81,6 +87,7 @@ impl OpenStore {
     pub fn inspecting(&self) -> &dyn InspectingStore {
         match self {
             OpenStore::Flock(store) => store,
+            OpenStore::Semaphore(store) => store,
             OpenStore::Redis(store) => store.as_ref(),
         }
     }
@@ -94,6 +101,11 @@ impl OpenStore {
     pub fn list(&self, prefix: &[u8]) -> Result<Vec<(String, LockState)>, Failure> {
         match self {
             OpenStore::Flock(store) => store.list(prefix).map_err(|e| Failure::engine(&e)),
+            OpenStore::Semaphore(_) => Err(Failure::usage(
+                "System V semaphores are found by a hash of their resource's name, which cannot \
+                 be turned back into it: `list` cannot name them. Ask `status` about a resource \
+                 by name (`ipcs -s` shows the sets).",
+            )),
             OpenStore::Redis(store) => Ok(store
                 .list(prefix)
                 .map_err(|e| Failure::engine(&e))?
@@ -102,4 +114,20 @@ impl OpenStore {
                 .collect()),
         }
     }
+}
+
+/// `semaphore` (IPC keys as symfony/lock 6.0 and later derive them) or `semaphore?hash=md5`
+/// (symfony/lock 5.4's), given what follows `semaphore`.
+fn semaphore_store(rest: &str) -> Result<SysvSemaphoreStore, Failure> {
+    let hash = match rest {
+        "" | "?hash=xxh128" => KeyHash::Xxh128,
+        "?hash=md5" => KeyHash::Md5,
+        _ => {
+            return Err(Failure::usage(
+                "A semaphore DSN is \"semaphore\", or \"semaphore?hash=md5\" for the IPC keys \
+                 of symfony/lock 5.4.",
+            ))
+        }
+    };
+    Ok(SysvSemaphoreStore::new(hash))
 }

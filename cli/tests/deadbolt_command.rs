@@ -7,7 +7,9 @@ mod support;
 
 use std::process::{Command, Output};
 
-use deadbolt_core::{FlockStore, Key, Mode, NativeTransport, RedisStore, Store, Ttl};
+use deadbolt_core::{
+    FlockStore, Key, KeyHash, Mode, NativeTransport, RedisStore, Store, SysvSemaphoreStore, Ttl,
+};
 use serde_json::Value;
 use support::flock_child::{end, held_by_child};
 use support::{unique, RedisServer};
@@ -287,4 +289,32 @@ fn a_redis_waiter_in_the_queue_is_shown_after_the_holders() {
 
     store.delete(&mut holder).unwrap();
     assert!(waiting.join().unwrap(), "the waiter got the lock");
+}
+
+#[test]
+fn a_system_v_semaphore_holder_is_shown_and_released_by_force() {
+    let store = SysvSemaphoreStore::new(KeyHash::Md5);
+    let resource = unique("cli-sysv");
+    let mut key = Key::new(resource.clone());
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
+
+    let status = deadbolt(&["status", "--json", "semaphore?hash=md5", &resource]);
+    assert_eq!(code(&status), 0, "{}", stderr(&status));
+    let status = json(&status);
+    assert_eq!(status["holders"][0]["pid"], std::process::id());
+    assert_eq!(status["holders"][0]["mode"], "write");
+    let other_hash = deadbolt(&["status", "semaphore", &resource]);
+    assert_eq!(code(&other_hash), 1, "xxh128 keys are another set");
+
+    let released = deadbolt(&["release", "--force", "semaphore?hash=md5", &resource]);
+    assert_eq!(code(&released), 0, "{}", stderr(&released));
+    assert!(!store.exists(&key).unwrap(), "the holder lost its lock");
+    let listed = deadbolt(&["list", "semaphore"]);
+    assert_eq!(code(&listed), 2);
+    assert!(
+        stderr(&listed).contains("cannot name them"),
+        "{}",
+        stderr(&listed)
+    );
+    assert_eq!(code(&deadbolt(&["status", "semaphore?hash=sha1", "r"])), 2);
 }
