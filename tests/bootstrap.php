@@ -133,15 +133,19 @@ spl_autoload_register(static function (string $class): void {
     }
 });
 
-// symfony/semaphore's own store tests, changed mechanically to run on Deadbolt (scripts/symfony-semaphore-tests.sh),
-// when scripts/test-php.sh runs them: their abstract test cases load on demand.
+// symfony/semaphore's and symfony/lock's own store tests, changed mechanically to run on Deadbolt
+// (scripts/symfony-own-tests.sh), when scripts/test-php.sh runs them: their abstract test cases load on demand.
 spl_autoload_register(static function (string $class): void {
-    $prefix = 'Symfony\\Component\\Semaphore\\Tests\\Store\\';
-    $dir = getenv('DEADBOLT_SYMFONY_SEMAPHORE_TESTS');
-    if (false !== $dir && 0 === strncmp($class, $prefix, strlen($prefix))) {
-        $file = $dir.'/'.substr($class, strlen($prefix)).'.php';
-        if (is_file($file)) {
-            require $file;
+    $suites = [
+        'Symfony\\Component\\Semaphore\\Tests\\Store\\' => getenv('DEADBOLT_SYMFONY_SEMAPHORE_TESTS'),
+        'Symfony\\Component\\Lock\\Tests\\Store\\' => getenv('DEADBOLT_SYMFONY_LOCK_TESTS'),
+    ];
+    foreach ($suites as $prefix => $dir) {
+        if (false !== $dir && 0 === strncmp($class, $prefix, strlen($prefix))) {
+            $file = $dir.'/'.substr($class, strlen($prefix)).'.php';
+            if (is_file($file)) {
+                require $file;
+            }
         }
     }
 });

@@ -5,8 +5,11 @@ declare(strict_types=1);
 namespace Deadbolt\Bridge\Symfony;
 
 use Deadbolt\Key as DeadboltKey;
-use Deadbolt\Store\BlockingSharedLockStoreInterface as DeadboltStoreInterface;
 use Deadbolt\Store\FlockStore;
+use Deadbolt\Store\BlockingSharedLockStoreInterface as DeadboltBlockingSharedStoreInterface;
+use Deadbolt\Store\BlockingStoreInterface as DeadboltStoreInterface;
+use Deadbolt\Store\SemaphoreStore;
+use Deadbolt\Store\SharedLockStoreInterface as DeadboltSharedStoreInterface;
 use Symfony\Component\Lock\BlockingSharedLockStoreInterface;
 use Symfony\Component\Lock\BlockingStoreInterface;
 use Symfony\Component\Lock\Exception\LockExpiredException;
@@ -25,8 +28,9 @@ use Symfony\Component\Lock\Store\RedisStore as SymfonyRedisStore;
  * The owner token lives in Symfony's Key state under symfony/lock's RedisStore name, as symfony/lock's RedisStore
  * keeps it: a Key saved through this store can be released by symfony/lock's RedisStore, and a Key that
  * symfony/lock's RedisStore saved is this store's to refresh or release. The Deadbolt Key that carries it is kept in
- * the state too (under this class's name), so a flock lock stays with the Symfony Key that took it; such a Key is
- * marked unserializable, as symfony/lock's FlockStore marks it.
+ * the state too (under this class's name), so a flock or System V semaphore lock stays with the Symfony Key that took
+ * it; such a Key is marked unserializable, as symfony/lock's FlockStore and SemaphoreStore mark it. Over a store without
+ * shared locks (SemaphoreStore), a read lock is an exclusive one, as symfony/lock's Lock takes it on such a store.
  */
 final class DeadboltStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface, SharedLockStoreInterface
 {
@@ -41,7 +45,7 @@ final class DeadboltStore implements BlockingStoreInterface, BlockingSharedLockS
 
     public function saveRead(Key $key): void
     {
-        $this->run($key, fn (DeadboltKey $k) => $this->store->saveRead($k), true);
+        $this->run($key, fn (DeadboltKey $k) => $this->store instanceof DeadboltSharedStoreInterface ? $this->store->saveRead($k) : $this->store->save($k), true);
     }
 
     public function waitAndSave(Key $key): void
@@ -51,7 +55,7 @@ final class DeadboltStore implements BlockingStoreInterface, BlockingSharedLockS
 
     public function waitAndSaveRead(Key $key): void
     {
-        $this->run($key, fn (DeadboltKey $k) => $this->store->waitAndSaveRead($k), true);
+        $this->run($key, fn (DeadboltKey $k) => $this->store instanceof DeadboltBlockingSharedStoreInterface ? $this->store->waitAndSaveRead($k) : $this->store->waitAndSave($k), true);
     }
 
     public function putOffExpiration(Key $key, float $ttl): void
@@ -104,7 +108,7 @@ final class DeadboltStore implements BlockingStoreInterface, BlockingSharedLockS
             if (null !== $left) {
                 $key->reduceLifetime($left);
             }
-            if ($this->store instanceof FlockStore) {
+            if ($this->store instanceof FlockStore || $this->store instanceof SemaphoreStore) {
                 $key->markUnserializable();
             }
             if ($key->isExpired()) {

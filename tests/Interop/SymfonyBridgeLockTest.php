@@ -160,6 +160,8 @@ final class SymfonyBridgeLockTest extends DeadboltTestCase
         $this->assertInstanceOf(RedisStore::class, $redis->deadboltStore());
         $flock = StoreFactory::createStore('deadbolt+flock://'.$this->tempDir());
         $this->assertInstanceOf(DeadboltStore::class, $flock);
+        $semaphore = StoreFactory::createStore('deadbolt+semaphore?hash=md5');
+        $this->assertInstanceOf(\Deadbolt\Store\SemaphoreStore::class, $semaphore->deadboltStore());
         $this->assertInstanceOf(SymfonyFlockStore::class, StoreFactory::createStore('flock'), 'other DSNs are symfony/lock\'s');
         try {
             StoreFactory::createStore('deadbolt+nosuch://x');

@@ -6,6 +6,7 @@ namespace Deadbolt\Tests\Interop;
 
 use Deadbolt\Bridge\Symfony\DeadboltStore;
 use Deadbolt\Store\FlockStore;
+use Deadbolt\Store\SemaphoreStore;
 use Deadbolt\Store\InMemoryStore;
 use Deadbolt\Store\RedisStore;
 use Deadbolt\Tests\Support\Channel;
@@ -33,6 +34,17 @@ final class SymfonyBridgeStoreTest extends DeadboltTestCase
         yield 'InMemoryStore' => ['memory'];
         yield 'RedisStore by DSN' => ['redis'];
         yield 'RedisStore through \Redis' => ['phpredis'];
+        yield 'SemaphoreStore' => ['semaphore'];
+    }
+
+    /** @return iterable<string, array{string}> the stores whose readers share a lock */
+    public static function readWriteStores(): iterable
+    {
+        foreach (self::stores() as $name => $kind) {
+            if (['semaphore'] !== $kind) {
+                yield $name => $kind;
+            }
+        }
     }
 
     /** @return iterable<string, array{string}> the stores that other processes share */
@@ -41,6 +53,7 @@ final class SymfonyBridgeStoreTest extends DeadboltTestCase
         yield 'FlockStore' => ['flock'];
         yield 'RedisStore by DSN' => ['redis'];
         yield 'RedisStore through \Redis' => ['phpredis'];
+        yield 'SemaphoreStore' => ['semaphore'];
     }
 
     private ?string $flockDir = null;
@@ -52,6 +65,7 @@ final class SymfonyBridgeStoreTest extends DeadboltTestCase
             'memory' => new InMemoryStore(),
             'redis' => new RedisStore(SharedRedis::dsn(), 60.0),
             'phpredis' => new RedisStore(SharedRedis::newPhpRedis(), 60.0),
+            'semaphore' => new SemaphoreStore(),
         };
     }
 
@@ -94,9 +108,9 @@ final class SymfonyBridgeStoreTest extends DeadboltTestCase
     }
 
     /**
-     * @dataProvider stores
+     * @dataProvider readWriteStores
      */
-    #[\PHPUnit\Framework\Attributes\DataProvider('stores')]
+    #[\PHPUnit\Framework\Attributes\DataProvider('readWriteStores')]
     public function testReadersShareAndExcludeAWriter(string $kind): void
     {
         $store = new DeadboltStore($this->deadboltStore($kind));
@@ -208,7 +222,7 @@ final class SymfonyBridgeStoreTest extends DeadboltTestCase
         }
         $reader = $factory->createLock($resource.':shared');
         $this->assertTrue($reader->acquireRead());
-        $this->assertTrue($factory->createLock($resource.':shared')->acquireRead(), 'readers share');
+        $this->assertSame('semaphore' !== $kind, $factory->createLock($resource.':shared')->acquireRead(), 'readers share (SemaphoreStore: read locks are exclusive)');
         $lock->release();
         $this->assertFalse($lock->isAcquired());
         $again = $factory->createLock($resource);

@@ -129,7 +129,7 @@ final class SemaphoreKeyTest extends DeadboltTestCase
             serialize($key);
             $this->fail('a Key holding flock slots was serialized');
         } catch (RuntimeException $e) {
-            $this->assertStringContainsString('bound to this process (flock)', $e->getMessage());
+            $this->assertStringContainsString('bound to this process (flock, System V semaphore)', $e->getMessage());
         }
         $semaphore->release();
         $this->assertInstanceOf(Key::class, unserialize(serialize($key)), 'released, it travels again');

@@ -10,7 +10,8 @@ use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\ForkedChild;
 
 /**
- * For stores that can wait for a lock held by another process: waitAndSave() and waitAndSaveRead().
+ * For stores that can wait for a lock held by another process: waitAndSave() and waitAndSaveRead(). A store whose
+ * readers share a lock adds BlockingSharedStoreTestTrait.
  *
  * The other process is a pcntl_fork() child; the steps are ordered by messages on a socket pair, never by sleeps.
  */
@@ -33,29 +34,6 @@ trait BlockingStoreTestTrait
     public function testWaitAndSaveReadWaitsForAWriterInAnotherProcess(): void
     {
         $this->assertWaitsForTheChild(uniqid(__METHOD__, true), 'save', 'waitAndSaveRead');
-    }
-
-    public function testWaitAndSaveReadDoesNotWaitForAReaderInAnotherProcess(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $child = $this->fork(function (Channel $parent) use ($store, $resource): void {
-            $key = new Key($resource);
-            $store->saveRead($key);
-            $parent->send('holding');
-            // The parent's waitAndSaveRead() must return while this read lock is held.
-            $this->assertSame('done', $parent->receive(60.0));
-            $this->assertTrue($store->exists($key));
-            $store->delete($key);
-        });
-        $this->assertSame('holding', $child->receive());
-
-        $key = new Key($resource);
-        $store->waitAndSaveRead($key);
-        $child->send('done');
-        $child->wait();
-
-        $this->assertTrue($store->exists($key));
     }
 
     public function testWaitAndSaveReturnsAtOnceWhenTheLockIsFree(): void

@@ -10,6 +10,7 @@ use Deadbolt\Store\FlockStore;
 
 final class FlockStoreTest extends StoreContractTestCase
 {
+    use BlockingSharedStoreTestTrait;
     use BlockingStoreTestTrait;
     use NeverExpiringStoreTestTrait;
     use SharedStoreTestTrait;

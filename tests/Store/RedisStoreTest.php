@@ -19,6 +19,7 @@ use Deadbolt\Tests\Support\SharedRedis;
  */
 final class RedisStoreTest extends RedisStoreTestCase
 {
+    use BlockingSharedStoreTestTrait;
     use BlockingStoreTestTrait;
 
     protected function redisStore(float $initialTtl = 300.0): RedisStore

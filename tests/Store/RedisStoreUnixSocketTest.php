@@ -13,6 +13,7 @@ use Deadbolt\Tests\Support\SharedRedis;
  */
 final class RedisStoreUnixSocketTest extends RedisStoreTestCase
 {
+    use BlockingSharedStoreTestTrait;
     use BlockingStoreTestTrait;
 
     protected function redisStore(float $initialTtl = 300.0): RedisStore

@@ -181,6 +181,12 @@ final class PhpProcess
         return $this->exitCode;
     }
 
+    /** The child's pid (php itself: proc_open() runs the command without a shell). */
+    public function pid(): int
+    {
+        return proc_get_status($this->process)['pid'];
+    }
+
     public function stdout(): string
     {
         return $this->stdout;
