@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# symfony/semaphore's own store tests (AbstractStoreTestCase, AbstractRedisStoreTestCase, RedisStoreTest,
-# PredisStoreTest), from the Debian source of this platform's Symfony (read through a private deb-src list; never
-# committed here), changed mechanically to run against Deadbolt: the Key, the exceptions and the store interface are
-# Deadbolt's (`use` lines), and the store they build is `new Deadbolt\Semaphore\SemaphoreStore(new
-# Deadbolt\Store\RedisStore($connection))`. Nothing else changes: not the namespace (a test's expected message holds
-# __METHOD__), not a test. RedisArrayStoreTest and RedisClusterStoreTest are left out (Deadbolt takes no \RedisArray;
-# a cluster has suites of its own here). Prints the directory of the tests; a directory that exists is reused.
+# symfony/semaphore's and symfony/lock's own store tests, from the Debian source of this platform's Symfony (read
+# through a private deb-src list; never committed here), changed mechanically to run against Deadbolt: the Key, the
+# exceptions and the store interfaces are Deadbolt's (`use` lines), and the store they build is Deadbolt's. Nothing
+# else changes: not the namespace (a test's expected message holds __METHOD__), not a test.
+#   OUT_DIR/semaphore: AbstractStoreTestCase, AbstractRedisStoreTestCase, RedisStoreTest, PredisStoreTest, building
+#     `new Deadbolt\Semaphore\SemaphoreStore(new Deadbolt\Store\RedisStore($connection))`. RedisArrayStoreTest and
+#     RedisClusterStoreTest are left out (Deadbolt takes no \RedisArray; a cluster has suites of its own here).
+#   OUT_DIR/lock: AbstractStoreTestCase, BlockingStoreTestTrait, UnserializableTestTrait, SemaphoreStoreTest, building
+#     `new Deadbolt\Store\SemaphoreStore()`.
+# Prints OUT_DIR; one that exists is reused.
 #
-#   scripts/symfony-semaphore-tests.sh OUT_DIR
+#   scripts/symfony-own-tests.sh OUT_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: symfony-semaphore-tests.sh OUT_DIR}
-[ -f "$out/RedisStoreTest.php" ] && { echo "$out"; exit 0; }
+out=${1:?usage: symfony-own-tests.sh OUT_DIR}
+[ -f "$out/VERSION" ] && { echo "$out"; exit 0; }
 source scripts/lib/private-apt.sh
-work=$(mktemp -d /tmp/symfony-semaphore-tests.XXXXXX)
+work=$(mktemp -d /tmp/symfony-own-tests.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mirror=${DEBIAN_MIRROR:-$(bash scripts/debian-mirror.sh)}
 release=$(. /etc/os-release && echo "$VERSION_CODENAME")
@@ -21,20 +24,37 @@ private_apt_setup "$work/apt" "deb-src $mirror $release main"
 apt-get "${private_apt_opts[@]}" update >&2
 (cd "$work" && apt-get "${private_apt_opts[@]}" source --download-only symfony >&2 2>/dev/null || true)
 orig=$(ls "$work"/symfony_*.orig.tar.* 2>/dev/null | head -1)
-[ -n "$orig" ] || { echo "symfony-semaphore-tests: Debian's symfony source could not be fetched" >&2; exit 1; }
-tar -xf "$orig" -C "$work" --wildcards '*/Component/Semaphore/Tests/Store/*'
-src=$(dirname "$(find "$work" -path '*/Component/Semaphore/Tests/Store/AbstractStoreTestCase.php' | head -1)")
-mkdir -p "$out.tmp"
+[ -n "$orig" ] || { echo "symfony-own-tests: Debian's symfony source could not be fetched" >&2; exit 1; }
+tar -xf "$orig" -C "$work" --wildcards '*/Component/Semaphore/Tests/Store/*' '*/Component/Lock/Tests/Store/*'
+tests_of() { dirname "$(find "$work" -path "*/Component/$1/Tests/Store/AbstractStoreTestCase.php" | head -1)"; }
+mkdir -p "$out.tmp/semaphore" "$out.tmp/lock"
+
+src=$(tests_of Semaphore)
 for test in AbstractStoreTestCase AbstractRedisStoreTestCase RedisStoreTest PredisStoreTest; do
   sed -e 's/^use Symfony\\Component\\Semaphore\\Exception\\/use Deadbolt\\Semaphore\\Exception\\/' \
       -e 's/^use Symfony\\Component\\Semaphore\\Key;/use Deadbolt\\Semaphore\\Key;/' \
       -e 's/^use Symfony\\Component\\Semaphore\\PersistingStoreInterface;/use Deadbolt\\Semaphore\\PersistingStoreInterface;/' \
       -e 's/^use Symfony\\Component\\Semaphore\\Store\\RedisStore;/use Deadbolt\\Semaphore\\SemaphoreStore;/' \
       -e 's/new RedisStore(\$this->getRedisConnection())/new SemaphoreStore(new \\Deadbolt\\Store\\RedisStore($this->getRedisConnection()))/' \
-      "$src/$test.php" > "$out.tmp/$test.php"
+      "$src/$test.php" > "$out.tmp/semaphore/$test.php"
 done
-grep -q 'new SemaphoreStore(new \\Deadbolt\\Store\\RedisStore' "$out.tmp/AbstractRedisStoreTestCase.php" \
-  || { echo "symfony-semaphore-tests: the store these tests build was not found (a new Symfony layout?)" >&2; exit 1; }
-echo "symfony/semaphore $(basename "$orig" | sed 's/^symfony_\([^+]*\).*/\1/') (Debian $release)" > "$out.tmp/VERSION"
+grep -q 'new SemaphoreStore(new \\Deadbolt\\Store\\RedisStore' "$out.tmp/semaphore/AbstractRedisStoreTestCase.php" \
+  || { echo "symfony-own-tests: the semaphore store these tests build was not found (a new Symfony layout?)" >&2; exit 1; }
+
+src=$(tests_of Lock)
+for test in AbstractStoreTestCase BlockingStoreTestTrait UnserializableTestTrait SemaphoreStoreTest; do
+  sed -e 's/^use Symfony\\Component\\Lock\\Exception\\/use Deadbolt\\Exception\\/' \
+      -e 's/^use Symfony\\Component\\Lock\\Key;/use Deadbolt\\Key;/' \
+      -e 's/^use Symfony\\Component\\Lock\\PersistingStoreInterface;/use Deadbolt\\Store\\PersistingStoreInterface;/' \
+      -e 's/^use Symfony\\Component\\Lock\\Store\\SemaphoreStore;/use Deadbolt\\Store\\SemaphoreStore;/' \
+      "$src/$test.php" > "$out.tmp/lock/$test.php"
+done
+grep -q '^use Deadbolt\\Store\\SemaphoreStore;' "$out.tmp/lock/SemaphoreStoreTest.php" \
+  || { echo "symfony-own-tests: the lock store these tests build was not found (a new Symfony layout?)" >&2; exit 1; }
+if grep -n 'Symfony\\Component\\Lock\\[A-Z][A-Za-z]*;' "$out.tmp"/lock/*.php | grep -v 'Tests\\' >&2; then
+  echo "symfony-own-tests: symfony/lock classes left in its tests (above): a new Symfony layout?" >&2; exit 1
+fi
+
+echo "symfony $(basename "$orig" | sed 's/^symfony_\([^+]*\).*/\1/') (Debian $release)" > "$out.tmp/VERSION"
 rm -rf "$out" && mv "$out.tmp" "$out"
 echo "$out"

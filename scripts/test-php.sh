@@ -3,9 +3,10 @@
 #   1. every suite against redis-server (Redis 7.0 on Debian 12, 8.0 on Debian 13) and this platform's symfony/lock;
 #   2. where valkey-server is installed (Debian 13), every suite again against Valkey but the slow group (the failover,
 #      chaos, sentinel and refresher runs, as make check leaves out), which pass 1 runs against Redis 8.0 there;
-#   3. symfony/semaphore's own store tests (RedisStoreTest, PredisStoreTest and the test cases they extend), changed
-#      mechanically to build Deadbolt's store (scripts/symfony-semaphore-tests.sh), against a server of their own
-#      (they flush it): where PHPUnit is 9.6 (Debian 12, with Debian 12's symfony 5.4 tests);
+#   3. symfony/semaphore's own store tests (RedisStoreTest, PredisStoreTest and the test cases they extend), against a
+#      server of their own (they flush it), and symfony/lock's SemaphoreStoreTest (with what it extends), in an IPC
+#      namespace of its own (it counts the host's semaphore sets), each changed mechanically to build Deadbolt's store
+#      (scripts/symfony-own-tests.sh): where PHPUnit is 9.6 (Debian 12, with Debian 12's symfony 5.4 tests);
 #   4. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, tests/Console (Symfony
 #      Console 7.4's LockableTrait on Deadbolt), which needs it, and the semaphores' interop and bridge suites with
@@ -45,12 +46,14 @@ else
   echo "== valkey: not packaged for this Debian (Debian 13 has it: make test-debian13 runs this pass)"
 fi
 if phpunit --version | grep -q '^PHPUnit 9\.'; then
-  own=$(bash scripts/symfony-semaphore-tests.sh "$run_dir/../symfony-semaphore-tests")
-  echo "== $(cat "$own/VERSION")'s own store tests, on Deadbolt's SemaphoreStore"
-  DEADBOLT_SYMFONY_SEMAPHORE_TESTS=$own pass symfony-semaphore-own redis-server redis-cli "$own/RedisStoreTest.php"
-  DEADBOLT_SYMFONY_SEMAPHORE_TESTS=$own pass symfony-semaphore-own redis-server redis-cli "$own/PredisStoreTest.php"
+  own=$(bash scripts/symfony-own-tests.sh "$run_dir/../symfony-own-tests")
+  echo "== $(cat "$own/VERSION")'s own store tests, on Deadbolt's stores"
+  DEADBOLT_SYMFONY_SEMAPHORE_TESTS=$own/semaphore pass symfony-semaphore-own redis-server redis-cli "$own/semaphore/RedisStoreTest.php"
+  DEADBOLT_SYMFONY_SEMAPHORE_TESTS=$own/semaphore pass symfony-semaphore-own redis-server redis-cli "$own/semaphore/PredisStoreTest.php"
+  DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock unshare --ipc \
+    bash scripts/phpunit.sh "$so" "$own/lock/SemaphoreStoreTest.php"
 else
-  echo "== symfony/semaphore's own store tests: run where PHPUnit is 9.6 (Debian 12)"
+  echo "== symfony/semaphore's and symfony/lock's own store tests: run where PHPUnit is 9.6 (Debian 12)"
 fi
 if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
   echo "== symfony/lock $(cat "$(dirname "$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD")/../../../../../../version" 2>/dev/null) from $DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD"
