@@ -117,41 +117,11 @@ if ($bench->has(DEADBOLT)) {
     $memory['after'] = memorySnapshot();
 }
 
-$medians = $bench->medians();
-$rawUs = $medians[RAW] ?? null;
-$symfonyUs = $medians[SYMFONY] ?? null;
-
 printf("flock cycle (create lock + acquire non-blocking + release): %d cycles x %d rounds over %d names, warm-up %d\n",
     $cycles, $rounds, $nameCount, $warmup);
 echo phpAndMachine(), "\n\n";
 
-$widths = [24, 9, 13, 15, 7];
-row($widths, 'variant', 'µs/cycle', 'min..max', 'vs symfony/lock', 'vs raw');
-rule($widths);
-foreach (array_keys($variants) as $name) {
-    if (!isset($medians[$name])) {
-        row($widths, $name, 'failed', '-', '-', '-');
-        continue;
-    }
-    row(
-        $widths,
-        $name,
-        sprintf('%.2f', $medians[$name]),
-        sprintf('%.2f..%.2f', min($bench->wallUs[$name]), max($bench->wallUs[$name])),
-        $symfonyUs === null ? '-' : sprintf('%.2fx', $medians[$name] / $symfonyUs),
-        $rawUs === null ? '-' : sprintf('%.2fx', $medians[$name] / $rawUs),
-    );
-}
-
-foreach ($bench->broken as $name => $error) {
-    $notes[] = "$name threw, its row is empty: $error";
-}
-foreach ($bench->failures as $name => $count) {
-    if ($count > 0) {
-        $notes[] = sprintf('%s: %d acquires failed (another process using the same directory?): its time is not a'
-            . ' clean cycle time.', $name, $count);
-    }
-}
+printCycleTable($bench, array_keys($variants), SYMFONY, RAW, 'vs raw', $notes);
 
 if (isset($memory['after'])) {
     printMemory('Deadbolt memory', $memory['before'], 'after its last cycle:  ', $memory['after'],

@@ -63,3 +63,43 @@ function printNotes(array $notes, ?int $wrap = null): void
         echo "\nNOTE: ", $wrap === null ? $note : wordwrap($note, $wrap, "\n      "), "\n";
     }
 }
+
+/**
+ * The table of a one-process cycle benchmark (CycleRounds): per variant its median µs per cycle, the spread of its
+ * rounds, and ratios to two anchors; then what went wrong is added to $notes (a variant that threw, failed acquires).
+ *
+ * @param list<string> $names  the variants, in the order to show
+ * @param list<string> $notes
+ */
+function printCycleTable(CycleRounds $bench, array $names, string $symfony, string $floor, string $floorHeading, array &$notes): void
+{
+    $medians = $bench->medians();
+    $symfonyUs = $medians[$symfony] ?? null;
+    $floorUs = $medians[$floor] ?? null;
+    $widths = [28, 9, 13, 15, 9];
+    row($widths, 'variant', 'µs/cycle', 'min..max', 'vs symfony/lock', $floorHeading);
+    rule($widths);
+    foreach ($names as $name) {
+        if (!isset($medians[$name])) {
+            row($widths, $name, 'failed', '-', '-', '-');
+            continue;
+        }
+        row(
+            $widths,
+            $name,
+            sprintf('%.2f', $medians[$name]),
+            sprintf('%.2f..%.2f', min($bench->wallUs[$name]), max($bench->wallUs[$name])),
+            $symfonyUs === null ? '-' : sprintf('%.2fx', $medians[$name] / $symfonyUs),
+            $floorUs === null ? '-' : sprintf('%.2fx', $medians[$name] / $floorUs),
+        );
+    }
+    foreach ($bench->broken as $name => $error) {
+        $notes[] = "$name threw, its row is empty: $error";
+    }
+    foreach ($bench->failures as $name => $count) {
+        if ($count > 0) {
+            $notes[] = sprintf('%s: %d acquires failed (another process using the same locks?): its time is not a'
+                . ' clean cycle time.', $name, $count);
+        }
+    }
+}
