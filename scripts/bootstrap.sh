@@ -11,6 +11,7 @@ packages=(
   phpunit                    # the PHP test runner (Debian 12: 9.6, Debian 13: 11.5)
   php-symfony-lock           # the peer for interop tests and the benchmark anchor
   php-symfony-semaphore      # the semaphores' interop peer (tests/Semaphore)
+  php-sqlite3                # symfony/lock's PdoStore on SQLite under Deadbolt's engine (the bridge's SymfonyStore)
   php-symfony-framework-bundle composer  # framework.lock wired to Deadbolt in a booted kernel (tests/Interop); the
                              # kernel's container (6.4) asks Composer 2's InstalledVersions, as in any application
   php-zip                    # Composer reads an artifact repository's zips with it (tests/Packaging, make dist's
