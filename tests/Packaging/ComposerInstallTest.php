@@ -79,7 +79,7 @@ final class ComposerInstallTest extends DeadboltTestCase
             [
                 'LICENSE', 'README.md', 'composer.json', 'src/DeadboltStore.php', 'src/Exceptions.php', 'src/LockFactory.php',
                 'src/NativeLock.php', 'src/Semaphore/Exceptions.php', 'src/Semaphore/NativeSemaphore.php',
-                'src/Semaphore/SemaphoreFactory.php', 'src/StoreFactory.php',
+                'src/Semaphore/SemaphoreFactory.php', 'src/StoreFactory.php', 'src/SymfonyStore.php',
             ],
             array_keys($bridgeFiles)
         );
