@@ -45,23 +45,6 @@ for ($i = 0; $i < $nameCount; ++$i) {
 }
 $baseDir = scratchDir($cli, 'deadbolt-bench-');
 
-/** The same three calls for every LockFactory, symfony/lock's or Deadbolt's. */
-$factoryCycle = static function (object $factory) use ($names, $nameCount): Closure {
-    return static function (int $n) use ($factory, $names, $nameCount): int {
-        $failed = 0;
-        for ($i = 0; $i < $n; ++$i) {
-            $lock = $factory->createLock($names[$i % $nameCount]);
-            if ($lock->acquire(false)) {
-                $lock->release();
-            } else {
-                ++$failed;
-            }
-        }
-
-        return $failed;
-    };
-};
-
 /*
  * Each variant is a closure running N cycles and returning the number of failed acquires (always 0 when the
  * machine is quiet: the names are released before they come round again). Each gets its own directory.
@@ -89,8 +72,9 @@ $variants[RAW] = static function (int $n) use ($rawPaths, $nameCount): int {
 
 $symfonyAutoload = symfonyLockAutoload();
 if (loadLibrary($symfonyAutoload)) {
-    $variants[SYMFONY] = $factoryCycle(
+    $variants[SYMFONY] = factoryCycle(
         new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\FlockStore("$baseDir/symfony")),
+        $names,
     );
 } else {
     $notes[] = "symfony/lock not found at $symfonyAutoload (apt install php-symfony-lock, or set SYMFONY_LOCK_AUTOLOAD):"
@@ -98,7 +82,7 @@ if (loadLibrary($symfonyAutoload)) {
 }
 
 if (deadboltLoaded()) {
-    $variants[DEADBOLT] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore("$baseDir/deadbolt")));
+    $variants[DEADBOLT] = factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\FlockStore("$baseDir/deadbolt")), $names);
 } else {
     $notes[] = 'The deadbolt extension is not loaded: only the anchors were measured. Run `make bench`, or'
         . ' php -d extension=target/release/libdeadbolt.so bench/flock.php';

@@ -44,22 +44,6 @@ $namesFor = static function (string $variant) use ($nameCount): array {
     return array_map(static fn (int $i): string => "bench:sysv:$run:$variant:$i", range(0, $nameCount - 1));
 };
 
-$factoryCycle = static function (object $factory, array $names) use ($nameCount): Closure {
-    return static function (int $n) use ($factory, $names, $nameCount): int {
-        $failed = 0;
-        for ($i = 0; $i < $n; ++$i) {
-            $lock = $factory->createLock($names[$i % $nameCount]);
-            if ($lock->acquire(false)) {
-                $lock->release();
-            } else {
-                ++$failed;
-            }
-        }
-
-        return $failed;
-    };
-};
-
 $variants = [];
 $notes = [];
 
@@ -84,7 +68,7 @@ if (extension_loaded('sysvsem')) {
 
 $symfonyAutoload = symfonyLockAutoload();
 if (extension_loaded('sysvsem') && loadLibrary($symfonyAutoload)) {
-    $variants[SYMFONY] = $factoryCycle(
+    $variants[SYMFONY] = factoryCycle(
         new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\SemaphoreStore()),
         $namesFor('symfony'),
     );
@@ -94,7 +78,7 @@ if (extension_loaded('sysvsem') && loadLibrary($symfonyAutoload)) {
 }
 
 if (deadboltLoaded()) {
-    $variants[DEADBOLT] = $factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\SemaphoreStore()), $namesFor('deadbolt'));
+    $variants[DEADBOLT] = factoryCycle(new Deadbolt\LockFactory(new Deadbolt\Store\SemaphoreStore()), $namesFor('deadbolt'));
 } else {
     $notes[] = 'The deadbolt extension is not loaded: only the anchors were measured. Run'
         . ' php -d extension=target/release/libdeadbolt.so bench/sysv.php';

@@ -15,6 +15,34 @@ require_once __DIR__ . '/process.php';
 require_once __DIR__ . '/report.php';
 require_once __DIR__ . '/stats.php';
 
+/**
+ * The variant every benchmark runs for a LockFactory, symfony/lock's or Deadbolt's: createLock (with $ttl when given),
+ * acquire(false), release(), over $names in turn.
+ *
+ * @param list<string> $names
+ *
+ * @return Closure(int): int
+ */
+function factoryCycle(object $factory, array $names, ?float $ttl = null): Closure
+{
+    $count = count($names);
+
+    return static function (int $n) use ($factory, $names, $count, $ttl): int {
+        $failed = 0;
+        for ($i = 0; $i < $n; ++$i) {
+            $name = $names[$i % $count];
+            $lock = null === $ttl ? $factory->createLock($name) : $factory->createLock($name, $ttl);
+            if ($lock->acquire(false)) {
+                $lock->release();
+            } else {
+                ++$failed;
+            }
+        }
+
+        return $failed;
+    };
+}
+
 final class CycleRounds
 {
     /** @var array<string, Closure(int): int> the variants still running */

@@ -9,6 +9,7 @@
 
 declare(strict_types=1);
 
+require_once __DIR__ . '/cycle_rounds.php';
 require_once __DIR__ . '/environment.php';
 require_once __DIR__ . '/run_keys.php';
 
@@ -27,25 +28,8 @@ function redisCycleVariants(int $port, ?string $socket, RunKeys $keys, int $name
 
         return $names;
     };
-    /** The same three calls for every LockFactory, symfony/lock's or Deadbolt's. */
-    $factoryCycle = static function (object $factory, string $letter) use ($namesFor): Closure {
-        $names = $namesFor($letter);
-        $count = count($names);
-
-        return static function (int $n) use ($factory, $names, $count): int {
-            $failed = 0;
-            for ($i = 0; $i < $n; ++$i) {
-                $lock = $factory->createLock($names[$i % $count], 30);
-                if ($lock->acquire(false)) {
-                    $lock->release();
-                } else {
-                    ++$failed;
-                }
-            }
-
-            return $failed;
-        };
-    };
+    /** The same three calls for every LockFactory, symfony/lock's or Deadbolt's (TTL 30 s). */
+    $factoryCycle = static fn (object $factory, string $letter): Closure => factoryCycle($factory, $namesFor($letter), 30.0);
 
     /** The two-round-trip floor: SET NX PX, then DEL, through a phpredis connection. */
     $setDelCycle = static function (Redis $client, array $names): Closure {
