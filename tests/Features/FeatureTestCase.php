@@ -8,6 +8,7 @@ use Deadbolt\LockFactory;
 use Deadbolt\Store\FlockStore;
 use Deadbolt\Store\InMemoryStore;
 use Deadbolt\Store\RedisStore;
+use Deadbolt\Store\SemaphoreStore;
 use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\DeadboltTestCase;
 use Deadbolt\Tests\Support\SharedRedis;
@@ -23,13 +24,28 @@ use Deadbolt\Tests\Support\SharedRedis;
 abstract class FeatureTestCase extends DeadboltTestCase
 {
     /**
-     * @return iterable<string, array{'flock'|'redis'|'memory'}>
+     * @return iterable<string, array{'flock'|'redis'|'memory'|'semaphore'}>
      */
     public static function allKinds(): iterable
     {
         yield 'FlockStore' => ['flock'];
         yield 'RedisStore (DSN)' => ['redis'];
         yield 'InMemoryStore' => ['memory'];
+        yield 'SemaphoreStore' => ['semaphore'];
+    }
+
+    /**
+     * The stores that draw fencing tokens (all but SemaphoreStore, whose semaphore sets keep no counter).
+     *
+     * @return iterable<string, array{'flock'|'redis'|'memory'}>
+     */
+    public static function fencingKinds(): iterable
+    {
+        foreach (self::allKinds() as $name => $kind) {
+            if (['semaphore'] !== $kind) {
+                yield $name => $kind;
+            }
+        }
     }
 
     /**
@@ -46,21 +62,21 @@ abstract class FeatureTestCase extends DeadboltTestCase
     /**
      * Where the locks of a kind live: a directory for flock, the DSN for Redis, nothing for in-memory.
      *
-     * @param 'flock'|'redis'|'memory' $kind
+     * @param 'flock'|'redis'|'memory'|'semaphore' $kind
      */
     protected function placeFor(string $kind): string
     {
         return match ($kind) {
             'flock' => $this->tempDir(),
             'redis' => SharedRedis::dsn(),
-            'memory' => '',
+            'memory', 'semaphore' => '',
         };
     }
 
     /**
      * A factory on the store of $kind at $place; call it in the process that uses it (a forked child makes its own).
      *
-     * @param 'flock'|'redis'|'memory' $kind
+     * @param 'flock'|'redis'|'memory'|'semaphore' $kind
      */
     protected static function factoryFor(string $kind, string $place): LockFactory
     {
@@ -68,6 +84,7 @@ abstract class FeatureTestCase extends DeadboltTestCase
             'flock' => new FlockStore($place),
             'redis' => new RedisStore($place),
             'memory' => new InMemoryStore(),
+            'semaphore' => new SemaphoreStore(),
         });
     }
 
@@ -79,7 +96,7 @@ abstract class FeatureTestCase extends DeadboltTestCase
      * ends as a killed child instead of a hung suite); assertion failures in it come back through ForkedChild::wait().
      * The holder gives the lock up after 60 s at the latest (a wait that never ends then fails instead of hanging).
      *
-     * @param 'flock'|'redis'|'memory'                $kind
+     * @param 'flock'|'redis'|'memory'|'semaphore'                $kind
      * @param 'acquire'|'acquireRead'                 $holderMode
      * @param callable(LockFactory, string): void $body gets the factory of this process and the resource
      */

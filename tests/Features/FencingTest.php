@@ -27,9 +27,9 @@ final class FencingTest extends FeatureTestCase
     }
 
     /**
-     * @dataProvider allKinds
+     * @dataProvider fencingKinds
      */
-    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
+    #[\PHPUnit\Framework\Attributes\DataProvider('fencingKinds')]
     public function testThereIsNoTokenUnlessTheLockIsHeldExclusively(string $kind): void
     {
         $factory = self::factoryFor($kind, $this->placeFor($kind));
@@ -67,9 +67,9 @@ final class FencingTest extends FeatureTestCase
     /**
      * A lock inherited through fork() is inert in the child: it has no token, not even the one its parent drew.
      *
-     * @dataProvider allKinds
+     * @dataProvider fencingKinds
      */
-    #[\PHPUnit\Framework\Attributes\DataProvider('allKinds')]
+    #[\PHPUnit\Framework\Attributes\DataProvider('fencingKinds')]
     public function testAnInheritedLockHasNoTokenInTheChild(string $kind): void
     {
         $factory = self::factoryFor($kind, $this->placeFor($kind));

@@ -19,6 +19,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
     private const WAITER = <<<'PHP'
         $store = match ($vars['kind']) {
             'flock' => new Deadbolt\Store\FlockStore($vars['dir']),
+            'semaphore' => new Deadbolt\Store\SemaphoreStore(),
             'redis' => new Deadbolt\Store\RedisStore('redis://127.0.0.1:'.$vars['port']),
             'phpredis' => (function () use ($vars) {
                 $client = new Redis();
@@ -49,7 +50,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
      */
     public static function waits(): iterable
     {
-        foreach (['flock', 'redis', 'phpredis'] as $kind) {
+        foreach (['flock', 'semaphore', 'redis', 'phpredis'] as $kind) {
             yield "$kind, the handler throws" => [$kind, 'throw'];
             yield "$kind, the handler exits" => [$kind, 'exit'];
         }
@@ -82,6 +83,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
     public static function stores(): iterable
     {
         yield 'flock' => ['flock'];
+        yield 'semaphore' => ['semaphore'];
         yield 'redis' => ['redis'];
     }
 
@@ -158,6 +160,7 @@ final class SignalDuringWaitTest extends DeadboltTestCase
     private const WAITER_STORE = <<<'PHP'
         $store = match ($vars['kind']) {
             'flock' => new Deadbolt\Store\FlockStore($vars['dir']),
+            'semaphore' => new Deadbolt\Store\SemaphoreStore(),
             default => new Deadbolt\Store\RedisStore('redis://127.0.0.1:'.$vars['port']),
         };
         PHP;

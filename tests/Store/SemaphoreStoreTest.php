@@ -43,6 +43,14 @@ final class SemaphoreStoreTest extends StoreContractTestCase
         $store->saveRead(new Key($resource));
     }
 
+    public function testALockHereDrawsNoFencingToken(): void
+    {
+        $lock = (new LockFactory($this->getStore()))->createLock(uniqid(__METHOD__, true));
+        $this->assertTrue($lock->acquire());
+
+        $this->assertNull($lock->getFencingToken(), 'a semaphore set keeps no counter to draw from');
+    }
+
     public function testAKilledHolderFreesItsLock(): void
     {
         $store = $this->getStore();
