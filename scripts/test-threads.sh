@@ -54,7 +54,7 @@ counter() {
   fi
 }
 
-for store in flock redis; do
+for store in flock redis semaphore; do
   counter "$store" requests 8 10 100     # 8 threads x 1,000 cycles, in requests of 100
   counter "$store" worker 8 10 100       # 8 threads x 1,000 cycles, one long request each
   for threads in 1 2 4; do counter "$store" requests "$threads" 4 250; done
