@@ -101,3 +101,46 @@ fn the_two_key_derivations_are_two_locks() {
         .delete(&mut old_style)
         .unwrap();
 }
+
+/// A process stopped while it joins a set (SIGSTOP between PHP's `sem_get()` system calls) keeps the
+/// set's guard: PHP's own `sem_get()` then waits for ever. Deadbolt's attempts do not: a try reports
+/// the lock as held, a wait ends at its deadline.
+#[test]
+fn a_guard_held_by_a_stopped_joiner_hangs_no_attempt() {
+    let resource = unique("sysv-guard");
+    let ipc_key = KeyHash::Xxh128.ipc_key(resource.as_bytes());
+    // SAFETY: plain System V calls on integers and one live sembuf.
+    let semid = unsafe { libc::semget(ipc_key, 3, 0o666 | libc::IPC_CREAT) };
+    assert!(semid >= 0);
+    let mut take_guard = libc::sembuf {
+        sem_num: 2,
+        sem_op: 1,
+        sem_flg: 0,
+    };
+    assert_eq!(unsafe { libc::semop(semid, &raw mut take_guard, 1) }, 0);
+
+    let (done, outcome) = mpsc::channel();
+    let attempts = resource.clone();
+    std::thread::spawn(move || {
+        let mut key = Key::new(attempts);
+        let tried = store().save(&mut key, Mode::Exclusive, None);
+        let deadline = Instant::now() + Duration::from_millis(300);
+        let waited = wait(
+            &store(),
+            &mut key,
+            Mode::Exclusive,
+            None,
+            Some(deadline),
+            &mut WaitReport::default(),
+        );
+        done.send((tried.unwrap_err().is_conflict(), waited.unwrap()))
+            .unwrap();
+    });
+    let ended = outcome.recv_timeout(Duration::from_secs(60));
+    // SAFETY: IPC_RMID on the set this test made.
+    unsafe { libc::semctl(semid, 0, libc::IPC_RMID) };
+    assert_eq!(
+        ended.expect("an attempt hung on the held guard"),
+        (true, false)
+    );
+}

@@ -88,6 +88,32 @@ impl SemHold {
     }
 }
 
+/// How long the next sleep in the kernel may be: `None` for an attempt that does not wait, else
+/// a slice of at most [`WAIT_SLICE`] (zero once the deadline has passed).
+fn slice(wait: Option<Option<Instant>>) -> Option<Duration> {
+    wait.map(|deadline| match deadline {
+        Some(deadline) => WAIT_SLICE.min(deadline.saturating_duration_since(Instant::now())),
+        None => WAIT_SLICE,
+    })
+}
+
+/// Whether an attempt that found the lock (or the set's guard) taken, or was interrupted by a
+/// signal, ends here: it does not wait, its deadline passed, or the host asks it to stop.
+fn gives_up(wait: Option<Option<Instant>>, outcome: Take, report: &mut WaitReport) -> bool {
+    let Some(deadline) = wait else {
+        return true;
+    };
+    report.polls += u64::from(outcome == Take::Busy);
+    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        return true;
+    }
+    if crate::interrupt::requested() {
+        report.interrupted = true;
+        return true;
+    }
+    false
+}
+
 /// System V semaphore store for one host.
 #[derive(Debug)]
 pub struct SysvSemaphoreStore {
@@ -132,71 +158,66 @@ impl SysvSemaphoreStore {
         let ipc_key = self.ipc_key(key.resource())?;
         let mut removed = 0;
         loop {
-            let semid = match sem::join(ipc_key) {
-                Ok(semid) => semid,
-                Err(e) if sem::is_removed(&e) => continue,
+            // Even an attempt that does not wait may wait a slice for the set's guard, which a
+            // joining process holds for a few system calls.
+            let outcome = match sem::join(ipc_key, slice(wait).unwrap_or(WAIT_SLICE)) {
+                // Taken, or given up (a take that gives up has made its own decision).
+                Ok(Ok(semid)) => match self.take_joined(key, semid, wait, report)? {
+                    Take::Removed => Take::Removed,
+                    done => return Ok(done == Take::Taken),
+                },
+                Ok(Err(guard @ (Take::Busy | Take::Interrupted)))
+                    if !gives_up(wait, guard, report) =>
+                {
+                    continue;
+                }
+                Ok(Err(guard)) => guard,
+                Err(e) if sem::is_removed(&e) => Take::Removed,
                 Err(e) => return Err(self.io_error("join", key, e)),
             };
-            match self.take_joined(key, semid, wait, report)? {
-                Take::Taken => {
-                    key.set_state(SemHold {
-                        semid,
-                        ipc_key,
-                        epoch: epoch(),
-                    });
-                    return Ok(true);
-                }
+            match outcome {
                 Take::Removed if wait.is_some() || removed < REMOVED_ATTEMPTS => removed += 1,
-                Take::Busy | Take::Interrupted | Take::Removed => return Ok(false),
+                _ => return Ok(false),
             }
         }
     }
 
-    /// Tries, then waits slice by slice, on the set this process joined. Leaves the set unless
-    /// the lock was taken or the set removed.
+    /// Tries, then waits slice by slice, on the set this process joined, and keeps the hold in
+    /// `key` when it takes the lock. Leaves the set unless the lock was taken or the set removed.
     fn take_joined(
         &self,
-        key: &Key,
+        key: &mut Key,
         semid: c_int,
         wait: Option<Option<Instant>>,
         report: &mut WaitReport,
     ) -> Result<Take> {
         let outcome = loop {
-            let slice = wait.map(|deadline| match deadline {
-                Some(deadline) => {
-                    WAIT_SLICE.min(deadline.saturating_duration_since(Instant::now()))
-                }
-                None => WAIT_SLICE,
-            });
-            let outcome = match sem::take(semid, slice.filter(|slice| !slice.is_zero())) {
+            let outcome = match sem::take(semid, slice(wait).filter(|slice| !slice.is_zero())) {
                 Ok(outcome) => outcome,
                 Err(e) => {
                     sem::leave(semid);
                     return Err(self.io_error("lock", key, e));
                 }
             };
-            let Some(deadline) = wait else { break outcome };
             match outcome {
-                Take::Taken => break outcome,
+                Take::Taken => {
+                    let ipc_key = self.ipc_key(key.resource())?;
+                    key.set_state(SemHold {
+                        semid,
+                        ipc_key,
+                        epoch: epoch(),
+                    });
+                    return Ok(outcome);
+                }
                 Take::Removed => {
                     report.wakeups += 1;
-                    break outcome;
+                    return Ok(outcome);
                 }
-                Take::Busy | Take::Interrupted => {
-                    report.polls += u64::from(outcome == Take::Busy);
-                    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                        break Take::Busy;
-                    }
-                    if crate::interrupt::requested() {
-                        report.interrupted = true;
-                        break Take::Interrupted;
-                    }
-                }
+                Take::Busy | Take::Interrupted if !gives_up(wait, outcome, report) => {}
+                Take::Busy | Take::Interrupted => break outcome,
             }
         };
-        if matches!(outcome, Take::Busy | Take::Interrupted) {
-            sem::leave(semid);
-        }
+        sem::leave(semid);
         Ok(outcome)
     }
 

@@ -79,26 +79,29 @@ pub(crate) fn is_removed(e: &io::Error) -> bool {
 }
 
 /// Joins the set of `ipc_key` as PHP's `sem_get()` does (creating it when missing): counts this
-/// process as a user, and gives a set it is the first user of its value. Returns the set's id.
-/// The caller leaves again ([`leave`]) unless it takes the lock.
-pub(crate) fn join(ipc_key: key_t) -> io::Result<c_int> {
+/// process as a user, and gives a set it is the first user of its value. Returns the set's id, or
+/// how waiting for the set's guard ended when it stayed taken for `guard_wait` (a process stopped
+/// while joining holds it; PHP would wait for ever). The caller leaves again ([`leave`]) unless it
+/// takes the lock.
+pub(crate) fn join(ipc_key: key_t, guard_wait: Duration) -> io::Result<Result<c_int, Take>> {
     // SAFETY: plain syscall on integers.
     let semid = unsafe { libc::semget(ipc_key, 3, PERMISSIONS | libc::IPC_CREAT) };
     if semid < 0 {
         return Err(io::Error::last_os_error());
     }
     // Wait for the guard to be free and take it, counting this process as a user.
-    semop_restarting(
-        semid,
-        &mut [
-            op(SETVAL, 0, 0),
-            op(SETVAL, 1, libc::SEM_UNDO),
-            op(USAGE, 1, libc::SEM_UNDO),
-        ],
-    )?;
+    let guard = [
+        op(SETVAL, 0, 0),
+        op(SETVAL, 1, libc::SEM_UNDO),
+        op(USAGE, 1, libc::SEM_UNDO),
+    ];
+    match timed_semop(semid, guard, Some(guard_wait))? {
+        Take::Taken => {}
+        other => return Ok(Err(other)),
+    }
     let initialised = first_user_sets_value(semid);
     let released = semop_restarting(semid, &mut [op(SETVAL, -1, libc::SEM_UNDO)]);
-    initialised.and(released).map(|()| semid)
+    initialised.and(released).map(|()| Ok(semid))
 }
 
 /// The first user of a set sets the lock's value (under the guard, so no one else does at once).
@@ -126,19 +129,29 @@ pub(crate) fn leave(semid: c_int) {
 
 /// Takes the lock of `semid`: at once (`wait` `None`), or waiting in the kernel for up to `wait`.
 pub(crate) fn take(semid: c_int, wait: Option<Duration>) -> io::Result<Take> {
-    let mut ops = match wait {
-        None => [op(SEM, -1, libc::SEM_UNDO | libc::IPC_NOWAIT)],
-        Some(_) => [op(SEM, -1, libc::SEM_UNDO)],
+    let flags = match wait {
+        None => libc::SEM_UNDO | libc::IPC_NOWAIT,
+        Some(_) => libc::SEM_UNDO,
     };
-    let timeout = wait.map(|wait| libc::timespec {
+    timed_semop(semid, [op(SEM, -1, flags)], wait)
+}
+
+/// One semtimedop(2) of `ops`, waiting up to `timeout` (`None`: as the flags say). Busy when it
+/// would block or timed out; Interrupted by a signal; Removed when the set is gone.
+fn timed_semop<const N: usize>(
+    semid: c_int,
+    mut ops: [sembuf; N],
+    timeout: Option<Duration>,
+) -> io::Result<Take> {
+    let timeout = timeout.map(|wait| libc::timespec {
         tv_sec: libc::time_t::try_from(wait.as_secs()).unwrap_or(libc::time_t::MAX),
         tv_nsec: wait.subsec_nanos().into(),
     });
     let timeout_ptr = timeout
         .as_ref()
         .map_or(std::ptr::null(), std::ptr::from_ref);
-    // SAFETY: one live sembuf; the timeout is null or points to a live timespec.
-    if unsafe { semtimedop(semid, ops.as_mut_ptr(), ops.len(), timeout_ptr) } == 0 {
+    // SAFETY: N live sembufs; the timeout is null or points to a live timespec.
+    if unsafe { semtimedop(semid, ops.as_mut_ptr(), N, timeout_ptr) } == 0 {
         return Ok(Take::Taken);
     }
     let e = io::Error::last_os_error();
