@@ -46,7 +46,8 @@ final class SymfonySemaphoreStoreInteropTest extends DeadboltTestCase
 
     public function testTheIpcKeysAreSymfonys(): void
     {
-        $resource = 'myapp:prod:daily-report';
+        // Unique: System V keys are the whole host's, and other suites may run at once (CI's lanes share a kernel).
+        $resource = uniqid('myapp:prod:daily-report:', true);
         $expected = unpack('i', 'md5' === self::keyHash() ? md5($resource, true) : hash('xxh128', $resource, true))[1];
         $symfony = $this->symfonyLock($resource);
         $this->assertTrue($symfony->acquire());

@@ -6,7 +6,8 @@
 $factory = require __DIR__.'/factory.php';
 $cycles = (int) getenv('CYCLES') * ($request === -1 ? $requests : 1);
 for ($i = 0; $i < $cycles; $i++) {
-    $lock = $factory->createLock('threads-counter', 30);
+    // One name per run (DIR is the run's own): a System V semaphore's key is the whole host's.
+    $lock = $factory->createLock('threads-counter:'.getenv('DIR'), 30);
     require __DIR__.'/counted.php';
     $lock->release();
 }
