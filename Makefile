@@ -126,6 +126,7 @@ test-threads:
 bench: build
 	$(RUN_PHP) bench/flock.php
 	$(RUN_PHP) bench/sysv.php
+	$(RUN_PHP) bench/symfony_store.php
 	$(RUN_PHP) bench/memory.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \

@@ -66,16 +66,17 @@ function printNotes(array $notes, ?int $wrap = null): void
 
 /**
  * The table of a one-process cycle benchmark (CycleRounds): per variant its median µs per cycle, the spread of its
- * rounds, and ratios to two anchors; then what went wrong is added to $notes (a variant that threw, failed acquires).
+ * rounds, and ratios to two anchors (no floor: '-'); then what went wrong is added to $notes (a variant that threw,
+ * failed acquires).
  *
  * @param list<string> $names  the variants, in the order to show
  * @param list<string> $notes
  */
-function printCycleTable(CycleRounds $bench, array $names, string $symfony, string $floor, string $floorHeading, array &$notes): void
+function printCycleTable(CycleRounds $bench, array $names, string $symfony, ?string $floor, string $floorHeading, array &$notes): void
 {
     $medians = $bench->medians();
     $symfonyUs = $medians[$symfony] ?? null;
-    $floorUs = $medians[$floor] ?? null;
+    $floorUs = null === $floor ? null : $medians[$floor] ?? null;
     $widths = [28, 9, 13, 15, 9];
     row($widths, 'variant', 'µs/cycle', 'min..max', 'vs symfony/lock', $floorHeading);
     rule($widths);
