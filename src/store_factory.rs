@@ -50,8 +50,9 @@ impl PhpStoreFactory {
             }
             return Ok(ZendClassObject::new(PhpFlockStore::open(path.to_owned())?).into());
         }
-        if let Some(store) = semaphore_store(connection) {
-            return Ok(ZendClassObject::new(store?).into());
+        if let Some(hash) = deadbolt_core::KeyHash::of_dsn(connection) {
+            let store = PhpSemaphoreStore::with(hash.map_err(crate::error_map::to_php)?);
+            return Ok(ZendClassObject::new(store).into());
         }
         let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
         Err(invalid_argument(format!(
@@ -59,21 +60,4 @@ impl PhpStoreFactory {
             scheme.chars().take(32).collect::<String>()
         )))
     }
-}
-
-/// `semaphore` (symfony/lock's DSN) or `semaphore?hash=md5|xxh128` (the IPC keys of symfony/lock
-/// 5.4, or of 6.0 and later as by default); `None` for another scheme.
-fn semaphore_store(connection: &str) -> Option<PhpResult<PhpSemaphoreStore>> {
-    let rest = connection.strip_prefix("semaphore")?;
-    if rest.is_empty() {
-        return Some(PhpSemaphoreStore::with_key_hash("xxh128"));
-    }
-    Some(match rest.strip_prefix("?hash=") {
-        Some(hash) => PhpSemaphoreStore::with_key_hash(hash),
-        None => Err(invalid_argument(
-            "A semaphore DSN is \"semaphore\", or \"semaphore?hash=md5\" for the IPC keys of \
-             symfony/lock 5.4."
-                .into(),
-        )),
-    })
 }

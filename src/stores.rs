@@ -67,20 +67,13 @@ impl PhpSemaphoreStore {
     /// The store whose IPC keys are derived as `key_hash` says: `xxh128` (symfony/lock 6.0 and
     /// later) or `md5` (symfony/lock 5.4).
     pub(crate) fn with_key_hash(key_hash: &str) -> PhpResult<Self> {
-        let hash = match key_hash {
-            "xxh128" => KeyHash::Xxh128,
-            "md5" => KeyHash::Md5,
-            other => {
-                return Err(invalid_argument(format!(
-                    "Unknown SemaphoreStore key hash \"{}\": use \"xxh128\" (symfony/lock 6.0 and later, the \
-                     default) or \"md5\" (symfony/lock 5.4).",
-                    other.chars().take(32).collect::<String>()
-                )))
-            }
-        };
-        Ok(PhpSemaphoreStore {
+        Ok(Self::with(KeyHash::named(key_hash).map_err(to_php)?))
+    }
+
+    pub(crate) fn with(hash: KeyHash) -> Self {
+        PhpSemaphoreStore {
             inner: Rc::new(SysvSemaphoreStore::new(hash)),
-        })
+        }
     }
 }
 

@@ -27,8 +27,9 @@ impl OpenStore {
             let store = RedisStore::connect(text, ttl).map_err(|e| Failure::engine(&e))?;
             return Ok(OpenStore::Redis(Box::new(store)));
         }
-        if let Some(hash) = text.strip_prefix("semaphore") {
-            return semaphore_store(hash).map(OpenStore::Semaphore);
+        if let Some(hash) = KeyHash::of_dsn(text) {
+            let hash = hash.map_err(|e| Failure::engine(&e))?;
+            return Ok(OpenStore::Semaphore(SysvSemaphoreStore::new(hash)));
         }
         let dir = if text == "flock" {
             std::env::temp_dir()
@@ -114,20 +115,4 @@ impl OpenStore {
                 .collect()),
         }
     }
-}
-
-/// `semaphore` (IPC keys as symfony/lock 6.0 and later derive them) or `semaphore?hash=md5`
-/// (symfony/lock 5.4's), given what follows `semaphore`.
-fn semaphore_store(rest: &str) -> Result<SysvSemaphoreStore, Failure> {
-    let hash = match rest {
-        "" | "?hash=xxh128" => KeyHash::Xxh128,
-        "?hash=md5" => KeyHash::Md5,
-        _ => {
-            return Err(Failure::usage(
-                "A semaphore DSN is \"semaphore\", or \"semaphore?hash=md5\" for the IPC keys \
-                 of symfony/lock 5.4.",
-            ))
-        }
-    };
-    Ok(SysvSemaphoreStore::new(hash))
 }

@@ -46,6 +46,41 @@ pub enum KeyHash {
 }
 
 impl KeyHash {
+    /// The derivation a name gives: `xxh128` or `md5`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the choices for any other name.
+    pub fn named(name: &str) -> Result<Self> {
+        match name {
+            "xxh128" => Ok(KeyHash::Xxh128),
+            "md5" => Ok(KeyHash::Md5),
+            other => Err(Error::invalid_argument(format!(
+                "Unknown SemaphoreStore key hash \"{}\": use \"xxh128\" (symfony/lock 6.0 and later, the \
+                 default) or \"md5\" (symfony/lock 5.4).",
+                other.chars().take(32).collect::<String>()
+            ))),
+        }
+    }
+
+    /// The derivation a semaphore connection string names: `semaphore` (symfony/lock's DSN, xxh128)
+    /// or `semaphore?hash=md5|xxh128`; `None` when `dsn` is not a semaphore one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed semaphore DSN or an unknown hash.
+    pub fn of_dsn(dsn: &str) -> Option<Result<Self>> {
+        let rest = dsn.strip_prefix("semaphore")?;
+        if rest.is_empty() {
+            return Some(Ok(KeyHash::Xxh128));
+        }
+        Some(match rest.strip_prefix("?hash=") {
+            Some(name) => KeyHash::named(name),
+            None => Err(Error::invalid_argument(
+                "A semaphore DSN is \"semaphore\", or \"semaphore?hash=md5\" for the IPC keys of \
+                 symfony/lock 5.4.",
+            )),
+        })
+    }
+
     /// The IPC key of `resource`.
     pub fn ipc_key(self, resource: &[u8]) -> key_t {
         let head: [u8; 4] = match self {
@@ -162,7 +197,7 @@ impl SysvSemaphoreStore {
             // joining process holds for a few system calls.
             let outcome = match sem::join(ipc_key, slice(wait).unwrap_or(WAIT_SLICE)) {
                 // Taken, or given up (a take that gives up has made its own decision).
-                Ok(Ok(semid)) => match self.take_joined(key, semid, wait, report)? {
+                Ok(Ok(semid)) => match self.take_joined(key, (semid, ipc_key), wait, report)? {
                     Take::Removed => Take::Removed,
                     done => return Ok(done == Take::Taken),
                 },
@@ -187,7 +222,7 @@ impl SysvSemaphoreStore {
     fn take_joined(
         &self,
         key: &mut Key,
-        semid: c_int,
+        (semid, ipc_key): (c_int, key_t),
         wait: Option<Option<Instant>>,
         report: &mut WaitReport,
     ) -> Result<Take> {
@@ -201,7 +236,6 @@ impl SysvSemaphoreStore {
             };
             match outcome {
                 Take::Taken => {
-                    let ipc_key = self.ipc_key(key.resource())?;
                     key.set_state(SemHold {
                         semid,
                         ipc_key,
