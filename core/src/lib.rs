@@ -64,6 +64,7 @@ pub use semaphore::semaphores;
 pub use store::combined::{CombinedStore, Member, Strategy};
 pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
+pub use store::memcached::{MemcachedServer, MemcachedStore};
 pub use store::memory::InMemoryStore;
 pub use store::redis::calls::ScriptCall;
 pub use store::redis::native::read_unread_replies;

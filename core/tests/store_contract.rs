@@ -1,5 +1,6 @@
 //! One behaviour suite run against every store (flock on real files, in-memory, Redis on a real
-//! redis-server by TCP and by unix socket, a quorum of the three, System V semaphores), plus a suite
+//! redis-server by TCP and by unix socket, a quorum of the three, System V semaphores, memcached),
+//! plus a suite
 //! per capability:
 //! shared locks where the store has them.
 #![allow(clippy::unwrap_used)] // tests: an unwrap failing is the test failing
@@ -10,10 +11,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use deadbolt_core::{
-    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, KeyHash, Lock, Member, Mode,
-    RedisStore, Silent, Store, StoreRef, Strategy, SysvSemaphoreStore, Ttl, Wait, WaitReport,
+    wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, KeyHash, Lock, Member,
+    MemcachedStore, Mode, RedisStore, Silent, Store, StoreRef, Strategy, SysvSemaphoreStore, Ttl,
+    Wait, WaitReport,
 };
-use support::{unique, RedisServer};
+use support::{unique, MemcachedServer, RedisServer};
 
 fn ttl(secs: f64) -> Ttl {
     Ttl::from_secs(secs).unwrap()
@@ -24,6 +26,12 @@ fn each_store(check: impl Fn(&dyn Store, &str)) {
     each_shared_store(&check);
     // Exclusive locks only: a set of System V semaphores has no readers.
     check(&SysvSemaphoreStore::new(KeyHash::Xxh128), "sysv");
+    // Exclusive locks only: an item has one value.
+    let memcached = MemcachedServer::start();
+    check(
+        &MemcachedStore::connect(&memcached.dsn(), ttl(30.0)).unwrap(),
+        "memcached",
+    );
 }
 
 /// Runs `check` against each store kind that has shared (read) locks.
@@ -182,11 +190,13 @@ fn a_sole_reader_is_promoted_and_a_writer_demoted() {
 fn a_lock_acquires_refreshes_and_releases() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
+    let memcached = MemcachedServer::start();
     let stores: Vec<Rc<dyn Store>> = vec![
         Rc::new(FlockStore::new(dir.path()).unwrap()),
         Rc::new(InMemoryStore::new()),
         Rc::new(RedisStore::connect(&redis.url(), ttl(30.0)).unwrap()),
         Rc::new(SysvSemaphoreStore::new(KeyHash::Xxh128)),
+        Rc::new(MemcachedStore::connect(&memcached.dsn(), ttl(30.0)).unwrap()),
     ];
     for store in stores {
         let resource = unique("lock");

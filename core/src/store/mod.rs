@@ -8,6 +8,7 @@ mod flock_fence;
 mod flock_files;
 mod flock_holders;
 pub mod flock_path;
+pub mod memcached;
 pub mod memory;
 pub mod redis;
 pub mod sysv;

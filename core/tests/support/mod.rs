@@ -111,6 +111,67 @@ impl Drop for RedisServer {
     }
 }
 
+/// A private memcached: free loopback port, no UDP; killed on drop.
+pub struct MemcachedServer {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl MemcachedServer {
+    pub fn start() -> Self {
+        let mut server = MemcachedServer {
+            port: free_port(),
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let binary =
+            std::env::var("DEADBOLT_MEMCACHED_SERVER").unwrap_or_else(|_| "memcached".into());
+        let child = Command::new(binary)
+            .args(["-l", "127.0.0.1", "-U", "0", "-m", "16", "-p"])
+            .arg(self.port.to_string())
+            // memcached refuses to run as root unless told which user to be.
+            .args(["-u", "root"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("memcached must be installed (make test installs it)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "memcached did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn dsn(&self) -> String {
+        format!("memcached://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (the port stays reserved for `restart`).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+}
+
+impl Drop for MemcachedServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
