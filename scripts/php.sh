@@ -23,7 +23,8 @@ if [ -z "${DEADBOLT_ISOLATED:-}" ]; then
     for ini in "$d"/*.ini; do
       [ -e "$ini" ] || continue
       grep -qiE '^[[:space:]]*(zend_)?extension[[:space:]]*=[[:space:]]*"?([^"]*/)?(lib)?deadbolt(\.so)?"?[[:space:]]*$' "$ini" && continue
-      inis+=("$(realpath "$ini")")
+      # Named as in the scan directory: PHP loads them in that order (php-memcached's 25- after msgpack's 20-).
+      inis+=("$(basename "$ini")=$(realpath "$ini")")
     done
   done
   # One directory per set of ini files, made aside and renamed into place: runs started at the same moment (the
@@ -33,7 +34,7 @@ if [ -z "${DEADBOLT_ISOLATED:-}" ]; then
   if [ ! -d "$dir" ]; then
     mkdir -p "$conf"
     tmp=$(mktemp -d "$conf/.new.XXXXXX")
-    for ini in "${inis[@]}"; do ln -s "$ini" "$tmp/$(basename "$ini")"; done
+    for ini in "${inis[@]}"; do ln -s "${ini#*=}" "$tmp/${ini%%=*}"; done
     mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
   fi
   export PHP_INI_SCAN_DIR=$dir DEADBOLT_ISOLATED=1

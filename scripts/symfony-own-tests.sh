@@ -6,8 +6,10 @@
 #   OUT_DIR/semaphore: AbstractStoreTestCase, AbstractRedisStoreTestCase, RedisStoreTest, PredisStoreTest, building
 #     `new Deadbolt\Semaphore\SemaphoreStore(new Deadbolt\Store\RedisStore($connection))`. RedisArrayStoreTest and
 #     RedisClusterStoreTest are left out (Deadbolt takes no \RedisArray; a cluster has suites of its own here).
-#   OUT_DIR/lock: AbstractStoreTestCase, BlockingStoreTestTrait, UnserializableTestTrait, SemaphoreStoreTest, building
-#     `new Deadbolt\Store\SemaphoreStore()`.
+#   OUT_DIR/lock: AbstractStoreTestCase, BlockingStoreTestTrait, ExpiringStoreTestTrait, UnserializableTestTrait,
+#     SemaphoreStoreTest and MemcachedStoreTest, building `new Deadbolt\Store\SemaphoreStore()` and
+#     `new Deadbolt\Store\MemcachedStore($memcached)` (its \Memcached on MEMCACHED_HOST and, instead of the fixed
+#     11211, MEMCACHED_PORT: the private server's).
 # Prints OUT_DIR; one that exists is reused.
 #
 #   scripts/symfony-own-tests.sh OUT_DIR
@@ -42,15 +44,22 @@ grep -q 'new SemaphoreStore(new \\Deadbolt\\Store\\RedisStore' "$out.tmp/semapho
   || { echo "symfony-own-tests: the semaphore store these tests build was not found (a new Symfony layout?)" >&2; exit 1; }
 
 src=$(tests_of Lock)
-for test in AbstractStoreTestCase BlockingStoreTestTrait UnserializableTestTrait SemaphoreStoreTest; do
+for test in AbstractStoreTestCase BlockingStoreTestTrait ExpiringStoreTestTrait UnserializableTestTrait \
+    SemaphoreStoreTest MemcachedStoreTest; do
+  # MemcachedStoreTest: its server on the port of the private memcached (MEMCACHED_PORT) instead of 11211.
   sed -e 's/^use Symfony\\Component\\Lock\\Exception\\/use Deadbolt\\Exception\\/' \
       -e 's/^use Symfony\\Component\\Lock\\Key;/use Deadbolt\\Key;/' \
       -e 's/^use Symfony\\Component\\Lock\\PersistingStoreInterface;/use Deadbolt\\Store\\PersistingStoreInterface;/' \
-      -e 's/^use Symfony\\Component\\Lock\\Store\\SemaphoreStore;/use Deadbolt\\Store\\SemaphoreStore;/' \
+      -e 's/^use Symfony\\Component\\Lock\\Store\\\(SemaphoreStore\|MemcachedStore\);/use Deadbolt\\Store\\\1;/' \
+      -e "s/addServer(getenv('MEMCACHED_HOST'), 11211)/addServer(getenv('MEMCACHED_HOST'), (int) getenv('MEMCACHED_PORT'))/" \
       "$src/$test.php" > "$out.tmp/lock/$test.php"
 done
-grep -q '^use Deadbolt\\Store\\SemaphoreStore;' "$out.tmp/lock/SemaphoreStoreTest.php" \
-  || { echo "symfony-own-tests: the lock store these tests build was not found (a new Symfony layout?)" >&2; exit 1; }
+for store in SemaphoreStore MemcachedStore; do
+  grep -q "^use Deadbolt\\\\Store\\\\$store;" "$out.tmp/lock/${store}Test.php" \
+    || { echo "symfony-own-tests: the $store these tests build was not found (a new Symfony layout?)" >&2; exit 1; }
+done
+grep -q "(int) getenv('MEMCACHED_PORT')" "$out.tmp/lock/MemcachedStoreTest.php" \
+  || { echo "symfony-own-tests: MemcachedStoreTest's server was not found (a new Symfony layout?)" >&2; exit 1; }
 if grep -n 'Symfony\\Component\\Lock\\[A-Z][A-Za-z]*;' "$out.tmp"/lock/*.php | grep -v 'Tests\\' >&2; then
   echo "symfony-own-tests: symfony/lock classes left in its tests (above): a new Symfony layout?" >&2; exit 1
 fi

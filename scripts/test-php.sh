@@ -5,7 +5,8 @@
 #      chaos, sentinel and refresher runs, as make check leaves out), which pass 1 runs against Redis 8.0 there;
 #   3. symfony/semaphore's own store tests (RedisStoreTest, PredisStoreTest and the test cases they extend), against a
 #      server of their own (they flush it), and symfony/lock's SemaphoreStoreTest (with what it extends), in an IPC
-#      namespace of its own (it counts the host's semaphore sets), each changed mechanically to build Deadbolt's store
+#      namespace of its own (it counts the host's semaphore sets), and its MemcachedStoreTest against a private
+#      memcached, each changed mechanically to build Deadbolt's store
 #      (scripts/symfony-own-tests.sh): where PHPUnit is 9.6 (Debian 12, with Debian 12's symfony 5.4 tests);
 #   4. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, tests/Console (Symfony
@@ -54,6 +55,15 @@ if phpunit --version | grep -q '^PHPUnit 9\.'; then
   ipc_alone=(unshare --ipc); [ "$(id -u)" -eq 0 ] || ipc_alone=(unshare --user --map-root-user --ipc)
   echo "== symfony/lock's SemaphoreStoreTest, in an IPC namespace of its own"
   DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock "${ipc_alone[@]}" bash scripts/phpunit.sh "$so" "$own/lock/SemaphoreStoreTest.php"
+  echo "== symfony/lock's MemcachedStoreTest, against a private memcached"
+  memcached_dir=$run_dir/symfony-memcached-own
+  bash scripts/memcached-stop.sh "$memcached_dir" >/dev/null 2>&1 || true
+  memcached_port=$(bash scripts/memcached-start.sh "$memcached_dir")
+  rc=0
+  DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock MEMCACHED_HOST=127.0.0.1 MEMCACHED_PORT=$memcached_port \
+    bash scripts/phpunit.sh "$so" "$own/lock/MemcachedStoreTest.php" || rc=$?
+  bash scripts/memcached-stop.sh "$memcached_dir"
+  [ "$rc" = 0 ] || exit "$rc"
 else
   echo "== symfony/semaphore's and symfony/lock's own store tests: run where PHPUnit is 9.6 (Debian 12)"
 fi

@@ -191,7 +191,7 @@ fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
         ))
     };
     let object = value.object_mut().ok_or_else(not_a_store)?;
-    if let Some(store) = crate::stores::one_host_store(object) {
+    if let Some(store) = crate::stores::plain_store(object) {
         return Ok((Member::Anywhere(store), false));
     }
     if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {

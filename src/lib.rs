@@ -15,6 +15,7 @@ mod lock;
 mod lock_factory;
 mod lock_state;
 mod logger;
+mod memcached_store;
 mod metrics;
 mod php_call;
 mod php_param;
@@ -108,6 +109,7 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<stores::PhpFlockStore>();
     zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
     zend_object::hook_debug_info::<stores::PhpSemaphoreStore>();
+    zend_object::hook_debug_info::<memcached_store::PhpMemcachedStore>();
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
@@ -155,6 +157,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<stores::PhpFlockStore>()
         .class::<stores::PhpInMemoryStore>()
         .class::<stores::PhpSemaphoreStore>()
+        .class::<memcached_store::PhpMemcachedStore>()
         .class::<redis_store::PhpRedisStore>()
         .class::<combined_store::PhpCombinedStore>()
         .class::<combined_store::PhpConsensusStrategy>()

@@ -31,7 +31,7 @@ pub fn engine_store_arg(object: &mut ZendObject, argument: &str) -> PhpResult<St
 
 /// The engine store behind one of Deadbolt's store classes.
 fn native_store(object: &ZendObject) -> Option<StoreRef> {
-    if let Some(store) = crate::stores::one_host_store(object) {
+    if let Some(store) = crate::stores::plain_store(object) {
         return Some(StoreRef::Owned(store));
     }
     if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {

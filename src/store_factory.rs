@@ -7,6 +7,7 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
 use crate::error_map::invalid_argument;
+use crate::memcached_store::{PhpMemcachedStore, DEFAULT_INITIAL_TTL};
 use crate::redis_store::{Connection, PhpRedisStore};
 use crate::stores::{PhpFlockStore, PhpInMemoryStore, PhpSemaphoreStore};
 
@@ -18,16 +19,25 @@ pub struct PhpStoreFactory;
 #[php_impl]
 impl PhpStoreFactory {
     /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
-    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`) or a Redis client object
-    /// (`\Redis`, `\RedisCluster`, Predis).
+    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`, `memcached://…`) or a client
+    /// object (`\Redis`, `\RedisCluster`, Predis, `\Memcached`).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
-        let Some(connection) = connection.str() else {
+        let Some(dsn) = connection.str() else {
+            if crate::memcached_store::is_memcached_client(connection) {
+                let store = PhpMemcachedStore::open(connection, DEFAULT_INITIAL_TTL)?;
+                return Ok(ZendClassObject::new(store).into());
+            }
             let store = PhpRedisStore::connect(
                 Connection::Client(connection),
                 deadbolt_core::DEFAULT_TTL_SECS,
             )?;
             return Ok(ZendClassObject::new(store).into());
         };
+        if dsn.starts_with("memcached:") {
+            let store = PhpMemcachedStore::open(connection, DEFAULT_INITIAL_TTL)?;
+            return Ok(ZendClassObject::new(store).into());
+        }
+        let connection = dsn;
         if connection.starts_with("redis:") || connection.starts_with("rediss:") {
             let store = PhpRedisStore::connect(
                 Connection::Dsn(connection),
@@ -56,7 +66,7 @@ impl PhpStoreFactory {
         }
         let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
         Err(invalid_argument(format!(
-            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\" or \"rediss://…\".",
+            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\" or \"memcached://…\".",
             scheme.chars().take(32).collect::<String>()
         )))
     }

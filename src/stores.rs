@@ -135,9 +135,10 @@ impl crate::zend_object::DebugInfo for PhpInMemoryStore {
     }
 }
 
-/// The engine store behind one of the one-host store classes above, callable from any thread
-/// (a combined store asks it alongside the others).
-pub(crate) fn one_host_store(
+/// The engine store behind one of the store classes that wrap one engine store each, callable from
+/// any thread (a combined store asks it alongside the others): the one-host stores above and
+/// `Deadbolt\Store\MemcachedStore`.
+pub(crate) fn plain_store(
     object: &ext_php_rs::types::ZendObject,
 ) -> Option<Rc<dyn deadbolt_core::Store + Sync>> {
     use ext_php_rs::types::ZendClassObject;
@@ -149,6 +150,11 @@ pub(crate) fn one_host_store(
     }
     if let Some(memory) = ZendClassObject::<PhpInMemoryStore>::from_zend_obj(object) {
         return Some(memory.inner.clone());
+    }
+    if let Some(memcached) =
+        ZendClassObject::<crate::memcached_store::PhpMemcachedStore>::from_zend_obj(object)
+    {
+        return Some(memcached.inner.clone());
     }
     None
 }

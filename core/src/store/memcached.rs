@@ -3,7 +3,7 @@
 //!
 //! One item per lock: its key is the resource (after the client's key prefix, as PHP's
 //! `\Memcached` adds it), its value the holder's token, its expiry the lock's TTL in whole seconds
-//! (rounded up, as symfony/lock does). A lock is taken with `add`, extended with a compare-and-swap
+//! (rounded up, as symfony/lock does, plus one for memcached's clock: [`item_ttl`]). A lock is taken with `add`, extended with a compare-and-swap
 //! on the item's CAS value, released by a delete that only applies to that CAS value (meta
 //! protocol `md ... C<cas>`: symfony/lock's "extend to 2 s, then delete" in one step).
 //!
@@ -33,6 +33,8 @@ use crate::{Error, Key, Result, Ttl};
 
 /// memcached's limit on a key, in bytes (prefix included).
 const MAX_KEY_BYTES: usize = 250;
+/// The limit on a key sent in its binary form: its base64 must fit in [`MAX_KEY_BYTES`].
+const MAX_BINARY_KEY_BYTES: usize = MAX_KEY_BYTES / 4 * 3;
 /// The port memcached listens on unless told otherwise.
 const DEFAULT_PORT: u16 = 11211;
 /// How long connecting, and then one command's exchange, may take by default.
@@ -209,13 +211,32 @@ fn legacy_safe(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b > 0x20 && b != 0x7f)
 }
 
-/// The lifetime memcached gives an item: whole seconds, rounded up (symfony/lock's `ceil`), at
-/// least one (zero would mean "never expires").
+/// The lifetime memcached gives an item: whole seconds, rounded up as symfony/lock rounds them, and
+/// one more. memcached's clock ticks once a second and an item of N seconds ends at the N-th tick
+/// from now, which can come up to a second early: without the extra second the server could drop
+/// a lock before its holder's lifetime says it ends. With it, the item outlives the lifetime by up
+/// to a second, in which no one can take the lock and its holder no longer counts as holding it
+/// ([`Store::exists`]). Never zero (that would mean "never expires").
 fn item_ttl(ttl: Ttl) -> ItemTtl {
-    let secs = ttl.as_secs().ceil().clamp(1.0, f64::from(u32::MAX));
+    let secs = ttl.as_secs().ceil().clamp(1.0, f64::from(u32::MAX - 1)) + 1.0;
     // The clamp keeps it in u32's range.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     ItemTtl::secs(secs as u32)
+}
+
+/// Refuses a TTL under a second, as symfony/lock's MemcachedStore does: memcached counts whole
+/// seconds.
+fn check_ttl(store: &str, ttl: Ttl) -> Result<()> {
+    if ttl.as_secs() < 1.0 {
+        return Err(Error::InvalidTtl {
+            message: format!(
+                "{store} expects a TTL of at least 1 second (memcached counts whole seconds); {} \
+                 given.",
+                crate::ttl::shown(ttl.as_secs())
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// What an extension found.
@@ -245,17 +266,25 @@ impl Shared {
             })
     }
 
-    /// The item key of `resource`.
+    /// The item key of `resource`: the prefix and the resource. A key with a space or a control
+    /// character goes to memcached in its binary-key form (base64 on the wire, meta protocol `b`),
+    /// which the client library does by itself; symfony/lock cannot lock such names at all.
     fn item(&self, resource: &[u8]) -> Result<Vec<u8>> {
         let mut item = self.prefix.clone();
         item.extend_from_slice(resource);
-        if item.len() > MAX_KEY_BYTES || !legacy_safe(resource) || resource.is_empty() {
+        let limit = if legacy_safe(&item) {
+            MAX_KEY_BYTES
+        } else {
+            MAX_BINARY_KEY_BYTES
+        };
+        if item.len() > limit || resource.is_empty() {
             return Err(Error::invalid_argument(format!(
                 "The resource name \"{}\" cannot be a memcached key: memcached keys have 1 to {} \
-                 bytes (with the key prefix) and no spaces or control characters, for \
-                 symfony/lock's MemcachedStore too; choose such a name, or hash it.",
+                 bytes with the key prefix ({} with a space or a control character); choose a \
+                 shorter name, or hash it.",
                 display_resource(resource),
-                MAX_KEY_BYTES - self.prefix.len()
+                MAX_KEY_BYTES,
+                MAX_BINARY_KEY_BYTES
             )));
         }
         Ok(item)
@@ -353,6 +382,7 @@ impl Store for MemcachedStore {
     /// A read lock is an exclusive one: an item has one value.
     fn save(&self, key: &mut Key, _mode: Mode, ttl: Option<Ttl>) -> Result<()> {
         let ttl = ttl.unwrap_or(self.initial_ttl);
+        check_ttl(&self.shared.name, ttl)?;
         let item = self.shared.item(key.resource())?;
         let token = key.token()?.as_str().to_owned();
         key.reduce_lifetime(ttl);
@@ -379,6 +409,7 @@ impl Store for MemcachedStore {
     }
 
     fn put_off_expiration(&self, key: &mut Key, ttl: Ttl) -> Result<()> {
+        check_ttl(&self.shared.name, ttl)?;
         let item = self.shared.item(key.resource())?;
         let Some(token) = key.drawn_token().map(|t| t.as_str().to_owned()) else {
             return Err(self.not_held(key));
@@ -403,10 +434,15 @@ impl Store for MemcachedStore {
         self.shared.release(&item, token.as_str(), key.resource())
     }
 
+    /// Whether `key` holds the lock: its item holds `key`'s token, and `key`'s lifetime has not run
+    /// out (the item outlives it by up to a second, [`item_ttl`], and holds no one after it).
     fn exists(&self, key: &Key) -> Result<bool> {
         let Some(token) = key.drawn_token() else {
             return Ok(false);
         };
+        if key.is_expired() {
+            return Ok(false);
+        }
         let item = self.shared.item(key.resource())?;
         Ok(self
             .shared
@@ -538,9 +574,9 @@ mod tests {
     }
 
     #[test]
-    fn ttls_become_whole_seconds_rounded_up() {
-        assert_eq!(item_ttl(Ttl::from_secs(0.2).unwrap()), ItemTtl::secs(1));
-        assert_eq!(item_ttl(Ttl::from_secs(2.01).unwrap()), ItemTtl::secs(3));
-        assert_eq!(item_ttl(Ttl::from_secs(300.0).unwrap()), ItemTtl::secs(300));
+    fn ttls_become_whole_seconds_rounded_up_and_one_more() {
+        assert_eq!(item_ttl(Ttl::from_secs(0.2).unwrap()), ItemTtl::secs(2));
+        assert_eq!(item_ttl(Ttl::from_secs(2.01).unwrap()), ItemTtl::secs(4));
+        assert_eq!(item_ttl(Ttl::from_secs(300.0).unwrap()), ItemTtl::secs(301));
     }
 }
