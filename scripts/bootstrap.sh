@@ -17,6 +17,7 @@ packages=(
   php-zip                    # Composer reads an artifact repository's zips with it (tests/Packaging, make dist's
                              # PHP package zips: scripts/php-packages.sh)
   redis-server redis-tools   # the Redis that `make test` starts on private ports
+  memcached php-memcached    # MemcachedStore's server (started on private ports) and symfony/lock's MemcachedStore
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
   openssl                    # the TLS tests make their CA with it (TLS itself is rustls, in the build)
   libfcgi-bin                # cgi-fcgi drives the php-fpm runtime tests

@@ -113,6 +113,7 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
+    zend_object::mark_sensitive_parameter::<memcached_store::PhpMemcachedStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
     interrupts::watch_handlers();
 }

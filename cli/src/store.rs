@@ -1,12 +1,12 @@
 //! STORE on the command line: the connection strings `Deadbolt\Store\StoreFactory` accepts
-//! (`flock`, `flock:///DIR`, `semaphore`, `semaphore?hash=md5`, `redis://`, `rediss://`), and a
-//! bare directory path.
+//! (`flock`, `flock:///DIR`, `semaphore`, `semaphore?hash=md5`, `redis://`, `rediss://`,
+//! `memcached://`), and a bare directory path.
 
 use std::path::PathBuf;
 
 use deadbolt_core::{
-    FlockStore, InspectingStore, KeyHash, LockState, NativeTransport, RedisStore, Store,
-    SysvSemaphoreStore, Ttl, DEFAULT_TTL_SECS,
+    FlockStore, InspectingStore, KeyHash, LockState, MemcachedServer, MemcachedStore,
+    NativeTransport, RedisStore, Store, SysvSemaphoreStore, Ttl, DEFAULT_TTL_SECS,
 };
 
 use crate::Failure;
@@ -16,6 +16,7 @@ pub enum OpenStore {
     Flock(FlockStore),
     Semaphore(SysvSemaphoreStore),
     Redis(Box<RedisStore<NativeTransport>>),
+    Memcached(MemcachedStore),
 }
 
 impl OpenStore {
@@ -26,6 +27,13 @@ impl OpenStore {
             let ttl = Ttl::from_secs(DEFAULT_TTL_SECS).map_err(|e| Failure::engine(&e))?;
             let store = RedisStore::connect(text, ttl).map_err(|e| Failure::engine(&e))?;
             return Ok(OpenStore::Redis(Box::new(store)));
+        }
+        if let Some(server) = MemcachedServer::of_dsn(text) {
+            let ttl = Ttl::from_secs(DEFAULT_TTL_SECS).map_err(|e| Failure::engine(&e))?;
+            let store = server
+                .and_then(|server| MemcachedStore::new(server, ttl))
+                .map_err(|e| Failure::engine(&e))?;
+            return Ok(OpenStore::Memcached(store));
         }
         if let Some(hash) = KeyHash::of_dsn(text) {
             let hash = hash.map_err(|e| Failure::engine(&e))?;
@@ -49,7 +57,7 @@ impl OpenStore {
             let scheme = text.split_once(':').map_or("", |(scheme, _)| scheme);
             return Err(Failure::usage(format!(
                 "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \
-                 a directory, \"semaphore\", \"redis://…\" or \"rediss://…\".",
+                 a directory, \"semaphore\", \"redis://…\", \"rediss://…\" or \"memcached://…\".",
                 scheme.chars().take(32).collect::<String>()
             )));
         } else {
@@ -82,6 +90,7 @@ impl OpenStore {
             OpenStore::Flock(store) => store.name(),
             OpenStore::Semaphore(store) => store.name(),
             OpenStore::Redis(store) => store.name(),
+            OpenStore::Memcached(store) => store.name(),
         }
     }
 
@@ -90,6 +99,7 @@ impl OpenStore {
             OpenStore::Flock(store) => store,
             OpenStore::Semaphore(store) => store,
             OpenStore::Redis(store) => store.as_ref(),
+            OpenStore::Memcached(store) => store,
         }
     }
 
@@ -106,6 +116,10 @@ impl OpenStore {
                 "System V semaphores are found by a hash of their resource's name, which cannot \
                  be turned back into it: `list` cannot name them. Ask `status` about a resource \
                  by name (`ipcs -s` shows the sets).",
+            )),
+            OpenStore::Memcached(_) => Err(Failure::usage(
+                "memcached cannot list its keys: `list` cannot name its locks. Ask `status` about \
+                 a resource by name.",
             )),
             OpenStore::Redis(store) => Ok(store
                 .list(prefix)

@@ -318,3 +318,32 @@ fn a_system_v_semaphore_holder_is_shown_and_released_by_force() {
     );
     assert_eq!(code(&deadbolt(&["status", "semaphore?hash=sha1", "r"])), 2);
 }
+
+#[test]
+fn a_memcached_holder_is_shown_and_released_by_force() {
+    let server = support::MemcachedServer::start();
+    let store =
+        deadbolt_core::MemcachedStore::connect(&server.dsn(), Ttl::from_secs(60.0).unwrap())
+            .unwrap();
+    let resource = unique("cli-memcached");
+    let mut key = Key::new(resource.clone());
+    store.save(&mut key, Mode::Exclusive, None).unwrap();
+
+    let status = deadbolt(&["status", "--json", &server.dsn(), &resource]);
+    assert_eq!(code(&status), 0, "{}", stderr(&status));
+    assert_eq!(json(&status)["holders"][0]["mode"], "write");
+
+    let released = deadbolt(&["release", "--force", &server.dsn(), &resource]);
+    assert_eq!(code(&released), 0, "{}", stderr(&released));
+    assert!(!store.exists(&key).unwrap(), "the holder lost its lock");
+    let listed = deadbolt(&["list", &server.dsn()]);
+    assert_eq!(code(&listed), 2);
+    assert!(
+        stderr(&listed).contains("cannot list its keys"),
+        "{}",
+        stderr(&listed)
+    );
+    let refused = deadbolt(&["status", "memcached://u:s3cret@127.0.0.1", "r"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(!stderr(&refused).contains("s3cret"));
+}
