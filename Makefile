@@ -122,12 +122,16 @@ test-dist: dist
 test-threads:
 	@bash scripts/test-threads.sh
 
-# Benchmarks print tables (never asserted); Redis ones get their own private redis-server.
+# Benchmarks print tables (never asserted); Redis and memcached ones get their own private server.
 bench: build
 	$(RUN_PHP) bench/flock.php
 	$(RUN_PHP) bench/sysv.php
 	$(RUN_PHP) bench/symfony_store.php
 	$(RUN_PHP) bench/memory.php
+	@bash scripts/memcached-stop.sh $(RUN_DIR)/bench-memcached >/dev/null 2>&1 || true
+	@port=$$(bash scripts/memcached-start.sh $(RUN_DIR)/bench-memcached) && \
+	  trap 'bash scripts/memcached-stop.sh $(RUN_DIR)/bench-memcached' EXIT && \
+	  DEADBOLT_MEMCACHED_PORT=$$port $(RUN_PHP) bench/memcached.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
