@@ -26,7 +26,8 @@ pub(crate) const DEFAULT_INITIAL_TTL: f64 = 300.0;
 #[php_class]
 #[php(name = "Deadbolt\\Store\\MemcachedStore")]
 #[php(flags = ClassFlags::Final)]
-#[php(implements(crate::interfaces::PhpInterfacePersistingStoreInterface))]
+// Blocking as InMemoryStore is: waitAndSave() polls, in the engine (memcached tells no one of a release).
+#[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
 pub struct PhpMemcachedStore {
     pub(crate) inner: Rc<MemcachedStore>,
 }

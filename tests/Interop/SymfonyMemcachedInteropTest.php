@@ -152,6 +152,22 @@ final class SymfonyMemcachedInteropTest extends DeadboltTestCase
         $symfony->release();
     }
 
+    public function testSymfonysLockOnDeadboltsStoreThroughTheBridgeExcludesSymfonysOwnStore(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $bridged = \Deadbolt\Bridge\Symfony\StoreFactory::createStore('deadbolt+'.self::$server->dsn());
+        $this->assertInstanceOf(\Deadbolt\Bridge\Symfony\DeadboltStore::class, $bridged);
+        $onDeadbolt = (new SymfonyLockFactory($bridged))->createLock($resource, 30.0);
+        $native = $this->symfonyLock($resource);
+        $this->assertTrue($onDeadbolt->acquire());
+
+        $this->assertFalse($native->acquire(false));
+        $onDeadbolt->release();
+        $this->assertTrue($native->acquire(false));
+        $this->assertFalse($onDeadbolt->acquire(false));
+        $native->release();
+    }
+
     private function spawnSymfony(string $resource, bool $blocking): PhpProcess
     {
         $process = PhpProcess::start(self::SYMFONY_PROCESS, ['resource' => $resource, 'blocking' => $blocking, 'port' => self::$server->port]);

@@ -33,7 +33,7 @@ use Deadbolt\Key;
  * - Names with a space or a control character are stored under memcached's binary-key form (symfony/lock cannot lock
  *   such names); a key has at most 250 bytes with the prefix (186 in binary form).
  */
-final class MemcachedStore implements PersistingStoreInterface
+final class MemcachedStore implements BlockingStoreInterface
 {
     /**
      * @param \Memcached|string $memcached  a \Memcached with exactly one TCP server, or
