@@ -74,7 +74,9 @@ final class StoreFactoryTest extends DeadboltTestCase
      */
     public static function unsupportedConnections(): iterable
     {
-        yield 'memcached' => ['memcached://localhost:11211', 'memcached'];
+        yield 'zookeeper' => ['zookeeper://localhost:2181', 'zookeeper'];
+        // A MemcachedStore's DSN, refused for its credentials (SASL): neither repeated.
+        yield 'memcached with credentials' => ['memcached://user:s3cr3t@localhost:11211', 'memcached'];
         yield 'mongodb with credentials' => ['mongodb://admin:s3cr3t@db.example:27017/locks', 'mongodb'];
         yield 'pgsql with credentials' => ['pgsql://user:s3cr3t@localhost/app', 'pgsql'];
     }
