@@ -10,13 +10,15 @@
 #     SemaphoreStoreTest and MemcachedStoreTest, building `new Deadbolt\Store\SemaphoreStore()` and
 #     `new Deadbolt\Store\MemcachedStore($memcached)` (its \Memcached on MEMCACHED_HOST and, instead of the fixed
 #     11211, MEMCACHED_PORT: the private server's).
-# Prints OUT_DIR; one that exists is reused.
+# Prints OUT_DIR; one this script made is reused.
 #
 #   scripts/symfony-own-tests.sh OUT_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: symfony-own-tests.sh OUT_DIR}
-[ -f "$out/VERSION" ] && { echo "$out"; exit 0; }
+# Reused only when made by this very script (its digest in RECIPE): a new test file must not find an old directory.
+recipe=$(sha256sum "$0" | cut -c1-16)
+[ -f "$out/VERSION" ] && [ "$(cat "$out/RECIPE" 2>/dev/null)" = "$recipe" ] && { echo "$out"; exit 0; }
 source scripts/lib/private-apt.sh
 work=$(mktemp -d /tmp/symfony-own-tests.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -65,5 +67,6 @@ if grep -n 'Symfony\\Component\\Lock\\[A-Z][A-Za-z]*;' "$out.tmp"/lock/*.php | g
 fi
 
 echo "symfony $(basename "$orig" | sed 's/^symfony_\([^+]*\).*/\1/') (Debian $release)" > "$out.tmp/VERSION"
+echo "$recipe" > "$out.tmp/RECIPE"
 rm -rf "$out" && mv "$out.tmp" "$out"
 echo "$out"
