@@ -11,10 +11,7 @@ namespace Deadbolt\Tests\Support;
  */
 final class MemcachedServer
 {
-    /** @var resource|null */
-    private $process = null;
-
-    private readonly int $ownerPid;
+    use ServerProcess;
 
     private function __construct(public readonly int $port)
     {
@@ -55,43 +52,6 @@ final class MemcachedServer
         $memcached->addServer('127.0.0.1', $this->port);
 
         return $memcached;
-    }
-
-    /**
-     * Kills the server (SIGKILL) and waits until it is gone.
-     */
-    public function stop(): void
-    {
-        if (null === $this->process || posix_getpid() !== $this->ownerPid) {
-            return;
-        }
-        $status = proc_get_status($this->process);
-        if ($status['running']) {
-            posix_kill($status['pid'], SIGKILL);
-        }
-        proc_close($this->process);
-        $this->process = null;
-    }
-
-    /**
-     * Starts the server again on the same port, empty.
-     */
-    public function restart(): void
-    {
-        $this->stop();
-        $lastError = '';
-        // The old listening socket is gone once the process is; a few tries cover a slow kernel.
-        for ($attempt = 0; $attempt < 20; ++$attempt) {
-            try {
-                $this->launch();
-
-                return;
-            } catch (\RuntimeException $e) {
-                $lastError = $e->getMessage();
-                usleep(100_000);
-            }
-        }
-        throw new \RuntimeException("Could not restart memcached on port {$this->port}: ".$lastError);
     }
 
     public function __destruct()

@@ -15,10 +15,7 @@ namespace Deadbolt\Tests\Support;
  */
 final class RedisServer
 {
-    /** @var resource|null */
-    private $process = null;
-
-    private readonly int $ownerPid;
+    use ServerProcess;
 
     /**
      * @param array<string, string> $options extra redis-server options without the dashes, e.g. ['requirepass' => 'x']
@@ -119,22 +116,6 @@ final class RedisServer
     }
 
     /**
-     * Kills the server (SIGKILL: its clients see their connections drop) and waits until it is gone.
-     */
-    public function stop(): void
-    {
-        if (null === $this->process || posix_getpid() !== $this->ownerPid) {
-            return;
-        }
-        $status = proc_get_status($this->process);
-        if ($status['running']) {
-            posix_kill($status['pid'], SIGKILL);
-        }
-        proc_close($this->process);
-        $this->process = null;
-    }
-
-    /**
      * Freezes the server (SIGSTOP): connections stay open, nothing answers, until resume().
      */
     public function pause(): void
@@ -145,28 +126,6 @@ final class RedisServer
     public function resume(): void
     {
         $this->signal(SIGCONT);
-    }
-
-    /**
-     * Starts the server again on the same port and socket, with an empty dataset.
-     */
-    public function restart(): void
-    {
-        $this->stop();
-        $lastError = '';
-        // The old listening socket is gone once the process is; a few tries cover a slow kernel.
-        for ($attempt = 0; $attempt < 20; ++$attempt) {
-            try {
-                $this->launch();
-
-                return;
-            } catch (\RuntimeException $e) {
-                $lastError = $e->getMessage();
-                $this->process = null;
-                usleep(100_000);
-            }
-        }
-        throw new \RuntimeException("Could not restart redis-server on port {$this->port}: ".$lastError);
     }
 
     public function __destruct()

@@ -79,10 +79,7 @@ impl RedisServer {
 
     /// Stops the server (the port stays reserved for `restart`).
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        kill(&mut self.child);
     }
 
     /// Starts the server again on the same port, empty.
@@ -153,10 +150,7 @@ impl MemcachedServer {
 
     /// Stops the server (the port stays reserved for `restart`).
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        kill(&mut self.child);
     }
 
     /// Starts the server again on the same port, empty.
@@ -169,6 +163,14 @@ impl MemcachedServer {
 impl Drop for MemcachedServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Kills and reaps a server the tests started, if it runs.
+fn kill(child: &mut Option<Child>) {
+    if let Some(mut child) = child.take() {
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
