@@ -102,11 +102,13 @@ final class MemcachedStoreTest extends StoreContractTestCase
     {
         $factory = new LockFactory($this->getStore());
         $resource = uniqid(__METHOD__, true);
-        $lock = $factory->createLock($resource, 1.0, autoRefresh: true);
+        // TTL 2 s: the refresher extends every 0.67 s and each extension keeps the item at least 2 s (whole seconds,
+        // plus one for memcached's clock), so a refresher thread late by a second on a loaded machine still keeps it.
+        $lock = $factory->createLock($resource, 2.0, autoRefresh: true);
         $this->assertTrue($lock->acquire());
 
-        // Three times the TTL: the lock would have expired twice without the refresher.
-        $this->assertFalse($factory->createLock($resource)->acquire(true, timeout: 3.0));
+        // Without the refresher the item is gone 3 s after the acquire; the rival waits 5 s.
+        $this->assertFalse($factory->createLock($resource)->acquire(true, timeout: 5.0));
         $this->assertTrue($lock->isAcquired());
         $lock->release();
         $this->assertTrue($factory->createLock($resource)->acquire());
