@@ -66,6 +66,7 @@ pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memcached::{MemcachedServer, MemcachedStore};
 pub use store::memory::InMemoryStore;
+pub use store::postgres::{advisory_key, PostgreSqlStore, PostgresServer};
 pub use store::redis::calls::ScriptCall;
 pub use store::redis::native::read_unread_replies;
 pub use store::redis::native::NativeTransport;

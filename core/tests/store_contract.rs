@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use deadbolt_core::{
     wait, CombinedStore, Error, FlockStore, InMemoryStore, Key, KeyHash, Lock, Member,
-    MemcachedStore, Mode, RedisStore, Silent, Store, StoreRef, Strategy, SysvSemaphoreStore, Ttl,
-    Wait, WaitReport,
+    MemcachedStore, Mode, PostgreSqlStore, RedisStore, Silent, Store, StoreRef, Strategy,
+    SysvSemaphoreStore, Ttl, Wait, WaitReport,
 };
-use support::{unique, MemcachedServer, RedisServer};
+use support::{unique, MemcachedServer, PostgresServer, RedisServer};
 
 fn ttl(secs: f64) -> Ttl {
     Ttl::from_secs(secs).unwrap()
@@ -43,6 +43,11 @@ fn each_shared_store(check: impl Fn(&dyn Store, &str)) {
     check(
         &RedisStore::connect(&redis.url(), ttl(30.0)).unwrap(),
         "redis",
+    );
+    let postgres = PostgresServer::start();
+    check(
+        &PostgreSqlStore::connect(&postgres.dsn()).unwrap(),
+        "postgres",
     );
     // The same server through its unix socket: another endpoint, connector and connection.
     let socket = format!("redis://{}", redis.socket().display());
@@ -191,12 +196,14 @@ fn a_lock_acquires_refreshes_and_releases() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     let memcached = MemcachedServer::start();
+    let postgres = PostgresServer::start();
     let stores: Vec<Rc<dyn Store>> = vec![
         Rc::new(FlockStore::new(dir.path()).unwrap()),
         Rc::new(InMemoryStore::new()),
         Rc::new(RedisStore::connect(&redis.url(), ttl(30.0)).unwrap()),
         Rc::new(SysvSemaphoreStore::new(KeyHash::Xxh128)),
         Rc::new(MemcachedStore::connect(&memcached.dsn(), ttl(30.0)).unwrap()),
+        Rc::new(PostgreSqlStore::connect(&postgres.dsn()).unwrap()),
     ];
     for store in stores {
         let resource = unique("lock");

@@ -10,6 +10,7 @@ mod flock_holders;
 pub mod flock_path;
 pub mod memcached;
 pub mod memory;
+pub mod postgres;
 pub mod redis;
 pub mod sysv;
 
@@ -395,7 +396,7 @@ pub(crate) fn poll(
 }
 
 /// 90-110 ms, so that pollers started together spread out.
-fn poll_interval() -> Duration {
+pub(crate) fn poll_interval() -> Duration {
     let jitter = getrandom::u32().map_or(0, |r| u64::from(r) % (2 * POLL_JITTER_MS + 1));
     Duration::from_millis(POLL_MS - POLL_JITTER_MS + jitter)
 }

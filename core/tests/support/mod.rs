@@ -192,3 +192,100 @@ pub fn unique(name: &str) -> String {
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// A private PostgreSQL (scripts/postgres-start.sh): free port, own directory under /tmp (the
+/// server runs as the postgres user when the tests run as root), stopped on drop.
+pub struct PostgresServer {
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl PostgresServer {
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(unique("deadbolt-pg").replace(':', "-"));
+        let port = Self::script("postgres-start.sh", &dir, None)
+            .trim()
+            .parse()
+            .expect("postgres-start.sh prints the port");
+        PostgresServer { port, dir }
+    }
+
+    fn script(name: &str, dir: &std::path::Path, arg: Option<&str>) -> String {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../scripts")
+            .join(name);
+        let output = Command::new("bash")
+            .arg(script)
+            .arg(dir)
+            .args(arg)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("bash runs");
+        assert!(
+            output.status.success(),
+            "{name} failed (make test installs PostgreSQL)"
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// PDO's form of the DSN (symfony/lock's), as the postgres user, without TLS.
+    pub fn dsn(&self) -> String {
+        format!(
+            "pgsql:host=127.0.0.1;port={};dbname=postgres;user=postgres;sslmode=disable",
+            self.port
+        )
+    }
+
+    /// Stops the server at once (its sessions end as in a crash); `start_again` brings it back.
+    pub fn stop(&self) {
+        Self::script("postgres-stop.sh", &self.dir, Some("keep"));
+    }
+
+    /// Starts the stopped server again, on the same port, with no session.
+    pub fn start_again(&self) {
+        Self::script("postgres-start.sh", &self.dir, None);
+    }
+
+    /// What psql prints for `sql` (one value per line, unaligned), from a session of its own.
+    pub fn psql(&self, sql: &str) -> String {
+        let output = Command::new("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-XtAq",
+                "-p",
+            ])
+            .arg(self.port.to_string())
+            .args(["-c", sql])
+            .output()
+            .expect("psql runs");
+        assert!(
+            output.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    }
+
+    /// Advisory locks on `key` as pg_locks shows them to anyone: `mode:granted` per session.
+    pub fn advisory(&self, key: i64) -> Vec<String> {
+        let rows = self.psql(&format!(
+            "SELECT mode || ':' || granted FROM pg_locks WHERE locktype = 'advisory' \
+             AND classid = 0 AND objid = {key} AND objsubid = 1 ORDER BY 1"
+        ));
+        rows.lines().map(str::to_owned).collect()
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/postgres-stop.sh"))
+            .arg(&self.dir)
+            .status();
+    }
+}

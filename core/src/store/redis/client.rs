@@ -42,7 +42,7 @@ pub fn keep_open(
 
 /// The PEM certificates of `path`, checked here so that a CA file that cannot serve is told at
 /// once, by name, rather than as a failed connection later.
-fn read_ca_file(path: &Path) -> Result<Vec<u8>, String> {
+pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<u8>, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let shown = path.display();
@@ -66,7 +66,7 @@ fn read_ca_file(path: &Path) -> Result<Vec<u8>, String> {
 /// write, so it falls under the socket timeouts like every command (`timeout` while connecting
 /// and authenticating, `read_timeout` after), and a stalled server, or `rediss://` pointed at a
 /// plain port, ends in an error instead of a wait without end.
-pub(super) fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         // Refused when a provider is installed already (by another user of rustls): that one serves.

@@ -29,6 +29,8 @@ pub mod transport;
 mod wait;
 mod wording;
 
+pub(crate) use client::{install_tls_provider, read_ca_file};
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 

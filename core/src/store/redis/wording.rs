@@ -18,23 +18,7 @@ pub(crate) struct Context {
     pub timeout: Duration,
 }
 
-/// At most this many characters of a server's own text go into a message.
-const QUOTED_CHARS: usize = 200;
-
-/// Text a server sent (an error reply, a host a sentinel or a slot map named), fit for a message:
-/// control characters escaped, and at most [`QUOTED_CHARS`] characters, the cut said with the
-/// whole length, so a hostile or broken server cannot flood a message, a log line or a terminal.
-pub(crate) fn quoted(text: &str) -> String {
-    let mut shown: String = text
-        .chars()
-        .take(QUOTED_CHARS)
-        .flat_map(char::escape_debug)
-        .collect();
-    if text.chars().nth(QUOTED_CHARS).is_some() {
-        shown.push_str(&format!("... ({} bytes in all, cut)", text.len()));
-    }
-    shown
-}
+pub(crate) use crate::error::quoted;
 
 /// A node's address as a server named it, for a message (`quoted` host).
 pub(crate) fn node_name(host: &str, port: u16) -> String {
