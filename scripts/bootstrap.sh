@@ -18,6 +18,8 @@ packages=(
                              # PHP package zips: scripts/php-packages.sh)
   redis-server redis-tools   # the Redis that `make test` starts on private ports
   memcached php-memcached    # MemcachedStore's server (started on private ports) and symfony/lock's MemcachedStore
+  postgresql php-pgsql       # PostgreSqlStore's server (private clusters: scripts/postgres-start.sh), symfony/lock's
+                             # PostgreSqlStore over PDO
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
   openssl                    # the TLS tests make their CA with it (TLS itself is rustls, in the build)
   libfcgi-bin                # cgi-fcgi drives the php-fpm runtime tests

@@ -20,6 +20,7 @@ mod metrics;
 mod php_call;
 mod php_param;
 mod php_redis_client;
+mod postgres_store;
 mod redis_store;
 mod semaphore;
 mod store_arg;
@@ -110,10 +111,13 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<stores::PhpInMemoryStore>();
     zend_object::hook_debug_info::<stores::PhpSemaphoreStore>();
     zend_object::hook_debug_info::<memcached_store::PhpMemcachedStore>();
+    zend_object::hook_debug_info::<postgres_store::PhpPostgreSqlStore>();
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<memcached_store::PhpMemcachedStore>("__construct", 0);
+    zend_object::mark_sensitive_parameter::<postgres_store::PhpPostgreSqlStore>("__construct", 0);
+    zend_object::mark_sensitive_parameter::<postgres_store::PhpPostgreSqlStore>("__construct", 1);
     zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
     interrupts::watch_handlers();
 }
@@ -159,6 +163,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<stores::PhpInMemoryStore>()
         .class::<stores::PhpSemaphoreStore>()
         .class::<memcached_store::PhpMemcachedStore>()
+        .class::<postgres_store::PhpPostgreSqlStore>()
         .class::<redis_store::PhpRedisStore>()
         .class::<combined_store::PhpCombinedStore>()
         .class::<combined_store::PhpConsensusStrategy>()

@@ -8,6 +8,7 @@ use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
 use crate::error_map::invalid_argument;
 use crate::memcached_store::{PhpMemcachedStore, DEFAULT_INITIAL_TTL};
+use crate::postgres_store::PhpPostgreSqlStore;
 use crate::redis_store::{Connection, PhpRedisStore};
 use crate::stores::{PhpFlockStore, PhpInMemoryStore, PhpSemaphoreStore};
 
@@ -19,7 +20,7 @@ pub struct PhpStoreFactory;
 #[php_impl]
 impl PhpStoreFactory {
     /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
-    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`, `memcached://…`) or a client
+    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`, `memcached://…`, `pgsql:…`, `postgresql://…`) or a client
     /// object (`\Redis`, `\RedisCluster`, Predis, `\Memcached`).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
         let Some(dsn) = connection.str() else {
@@ -33,6 +34,10 @@ impl PhpStoreFactory {
             )?;
             return Ok(ZendClassObject::new(store).into());
         };
+        if crate::postgres_store::is_postgres_dsn(dsn) {
+            let store = PhpPostgreSqlStore::open(connection, None)?;
+            return Ok(ZendClassObject::new(store).into());
+        }
         if dsn.starts_with("memcached:") {
             let store = PhpMemcachedStore::open(connection, DEFAULT_INITIAL_TTL)?;
             return Ok(ZendClassObject::new(store).into());
@@ -66,7 +71,7 @@ impl PhpStoreFactory {
         }
         let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
         Err(invalid_argument(format!(
-            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\" or \"memcached://…\".",
+            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\", \"memcached://…\", \"pgsql:…\" or \"postgresql://…\".",
             scheme.chars().take(32).collect::<String>()
         )))
     }

@@ -72,6 +72,8 @@ impl Hold {
 struct Connection {
     session: Option<Session>,
     holds: HashMap<i64, Hold>,
+    /// The last run ended its session by a timeout.
+    timed_out: bool,
 }
 
 /// The state a key keeps while it holds a lock here: it binds the key to this process (a
@@ -110,11 +112,30 @@ impl PostgreSqlStore {
     }
 
     /// Runs `f` on this process's session, connecting first when there is none (or the last one
-    /// ended: its locks were freed with it, so what its keys held is forgotten). A failure that
-    /// leaves the connection closed or in doubt ends the session the same way.
-    fn with<T>(&self, f: impl FnOnce(&Session, &mut HashMap<i64, Hold>) -> Result<T>) -> Result<T> {
+    /// ended: its locks were freed with it, so what its keys held is forgotten). When `f` finds the
+    /// connection closed (the server ended the session, restarted, failed over), it runs once more
+    /// on a new session: nothing the old one did outlives it, so the second run answers for the
+    /// server as it is now (a key of the old session holds nothing). A timeout ends the session
+    /// too, but is not run again: the server may be hung.
+    fn with<T>(&self, f: impl Fn(&Session, &mut HashMap<i64, Hold>) -> Result<T>) -> Result<T> {
         let mut connection = self.connection.get_or_init(Mutex::default).lock();
         let connection = &mut *connection;
+        let had_session = connection.session.is_some();
+        let mut outcome = self.run(connection, &f);
+        if outcome.is_err() && had_session && connection.session.is_none() && !connection.timed_out
+        {
+            outcome = self.run(connection, &f);
+        }
+        outcome
+    }
+
+    /// One run of `f` (see [`Self::with`]); a session that failed it is dropped.
+    fn run<T>(
+        &self,
+        connection: &mut Connection,
+        f: &impl Fn(&Session, &mut HashMap<i64, Hold>) -> Result<T>,
+    ) -> Result<T> {
+        connection.timed_out = false;
         if connection.session.as_ref().is_some_and(Session::is_closed) {
             connection.session = None;
         }
@@ -131,6 +152,7 @@ impl PostgreSqlStore {
         };
         let outcome = f(session, &mut connection.holds);
         if outcome.is_err() && (session.is_closed() || session.in_doubt()) {
+            connection.timed_out = session.in_doubt();
             connection.session = None;
             connection.holds.clear();
         }

@@ -61,6 +61,8 @@ pub(super) struct Session {
     name: Arc<str>,
     /// An exchange timed out: its answer may still come, so nothing more can be read reliably.
     in_doubt: Cell<bool>,
+    /// An exchange learnt that the session ended.
+    ended: Cell<bool>,
 }
 
 /// How a wait in the server ended.
@@ -96,6 +98,7 @@ impl Session {
             timeout: server.timeout,
             name: Arc::clone(name),
             in_doubt: Cell::new(false),
+            ended: Cell::new(false),
         };
         session.statements = session.prepare()?;
         Ok(session)
@@ -106,9 +109,21 @@ impl Session {
         self.in_doubt.get()
     }
 
-    /// Whether the connection has ended (the server went away, or dropped the session).
+    /// Whether the connection has ended (the server went away, or ended the session).
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.ended.get() || self.client.is_closed()
+    }
+
+    /// Notes an error that ends the session: the connection closed, or the server said it ends
+    /// it (class 57P: an administrator's pg_terminate_backend, a shutdown, a crash), which it says
+    /// before it closes the connection.
+    fn note_end(&self, error: &tokio_postgres::Error) {
+        let ending = error
+            .code()
+            .is_some_and(|code| code.code().starts_with("57P"));
+        if ending || error.is_closed() {
+            self.ended.set(true);
+        }
     }
 
     fn prepare(&self) -> Result<Vec<Statement>> {
@@ -162,11 +177,17 @@ impl Session {
                 return Err(timed_out(&self.name, "waiting for a lock", allowed));
             }
         };
-        set.map_err(|e| failure(&self.name, "cannot set lock_timeout", e))?;
+        set.map_err(|e| {
+            self.note_end(&e);
+            failure(&self.name, "cannot set lock_timeout", e)
+        })?;
         match lock {
             Ok(_) => Ok(Waited::Acquired),
             Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => Ok(Waited::TimedOut),
-            Err(e) => Err(failure(&self.name, "failed while waiting for a lock", e)),
+            Err(e) => {
+                self.note_end(&e);
+                Err(failure(&self.name, "failed while waiting for a lock", e))
+            }
         }
     }
 
@@ -179,7 +200,10 @@ impl Session {
     ) -> Result<T> {
         match within(&self.runtime, self.timeout, exchange) {
             Some(Ok(value)) => Ok(value),
-            Some(Err(e)) => Err(failure(&self.name, &format!("failed {doing}"), e)),
+            Some(Err(e)) => {
+                self.note_end(&e);
+                Err(failure(&self.name, &format!("failed {doing}"), e))
+            }
             None => {
                 self.in_doubt.set(true);
                 Err(timed_out(&self.name, doing, self.timeout))

@@ -1,0 +1,250 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Deadbolt\Tests\Store;
+
+use Deadbolt\Exception\InvalidArgumentException;
+use Deadbolt\Exception\LockConflictedException;
+use Deadbolt\Exception\LockStorageException;
+use Deadbolt\Key;
+use Deadbolt\LockFactory;
+use Deadbolt\Store\PostgreSqlStore;
+use Deadbolt\Store\StoreFactory;
+use Deadbolt\Tests\Support\Channel;
+use Deadbolt\Tests\Support\PhpProcess;
+use Deadbolt\Tests\Support\PostgresServer;
+
+/**
+ * PostgreSQL advisory locks, on a private server: the store contract with shared locks and waits in the server's
+ * queue (across processes), locks that never expire, a killed holder's locks freed with its session, a session the
+ * server ends and a server restart seen as lost locks, fork(), StoreFactory, bad input. Interop with symfony/lock's
+ * PostgreSqlStore is in tests/Interop/SymfonyPostgreSqlInteropTest.php.
+ *
+ * @requires extension pcntl
+ */
+#[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
+final class PostgreSqlStoreTest extends StoreContractTestCase
+{
+    use BlockingSharedStoreTestTrait;
+    use BlockingStoreTestTrait;
+    use NeverExpiringStoreTestTrait;
+    use SharedStoreTestTrait;
+
+    private static ?PostgresServer $server = null;
+
+    public static function setUpBeforeClass(): void
+    {
+        self::$server = PostgresServer::start();
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        self::$server = null;
+    }
+
+    protected function getStore(): object
+    {
+        return new PostgreSqlStore(self::$server->dsn());
+    }
+
+    public function testALockIsSymfonysAdvisoryKeyInTheHoldersSession(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory($this->getStore()))->createLock($resource);
+        $this->assertTrue($lock->acquire());
+        $this->assertSame(['ExclusiveLock:true'], self::$server->advisoryLocks($resource));
+        $other = self::$server->pdo();
+        $this->assertFalse($other->query('SELECT pg_try_advisory_lock('.crc32($resource).')')->fetchColumn());
+
+        $lock->release();
+        $this->assertSame([], self::$server->advisoryLocks($resource));
+        $this->assertTrue($other->query('SELECT pg_try_advisory_lock('.crc32($resource).')')->fetchColumn());
+        $this->assertFalse($lock->acquire(false), 'another session holds it');
+    }
+
+    public function testOptionsGiveTheCredentialsAsSymfonyLocksDo(): void
+    {
+        $dsn = 'pgsql:host=127.0.0.1;port='.self::$server->port.';dbname=postgres;sslmode=disable';
+        $store = new PostgreSqlStore($dsn, ['db_username' => 'postgres', 'db_password' => 'unused-with-trust']);
+        $key = new Key(uniqid(__METHOD__, true));
+        $store->save($key);
+        $this->assertTrue($store->exists($key));
+        $this->assertStringNotContainsString('unused-with-trust', print_r($store, true));
+    }
+
+    public function testAKilledHoldersLockIsFreedAtOnce(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $holder = PhpProcess::start(<<<'PHP'
+            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\PostgreSqlStore($vars['dsn'])))->createLock($vars['resource']);
+            echo $lock->acquire() ? "holding\n" : "refused\n";
+            fgets(STDIN);
+            PHP, ['resource' => $resource, 'dsn' => self::$server->dsn()]);
+        $this->assertSame('holding', $holder->readLine());
+        $lock = (new LockFactory($this->getStore()))->createLock($resource);
+        $this->assertFalse($lock->acquire(false));
+
+        posix_kill($holder->pid(), SIGKILL);
+        $this->assertSame(128 + SIGKILL, $holder->waitForExit());
+
+        // The server ends the dead process's session and frees its locks; a wait in its queue gets the lock then.
+        $this->assertTrue($lock->acquire(true, timeout: 60.0));
+        $lock->release();
+    }
+
+    public function testASessionTheServerEndsIsALostLock(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory($this->getStore()))->createLock($resource);
+        $this->assertTrue($lock->acquire());
+
+        self::$server->pdo()->query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = ".crc32($resource));
+
+        // The next call finds the connection closed and answers on a new session.
+        $this->assertLostOnRefresh($lock);
+        $this->assertFalse($lock->isAcquired());
+        $this->assertTrue((new LockFactory($this->getStore()))->createLock($resource)->acquire(false), 'free for anyone');
+    }
+
+    public function testAServerRestartIsALostLock(): void
+    {
+        $server = PostgresServer::start();
+        $store = new PostgreSqlStore($server->dsn());
+        $lock = (new LockFactory($store))->createLock(uniqid(__METHOD__, true));
+        $this->assertTrue($lock->acquire());
+
+        $server->stop();
+        try {
+            $lock->isAcquired();
+            $this->fail('a stopped server is a storage failure');
+        } catch (LockStorageException $e) {
+            $this->assertStringContainsString('PostgreSqlStore(127.0.0.1:'.$server->port.'/postgres)', $e->getMessage());
+        }
+        $server->startAgain();
+
+        $this->assertLostOnRefresh($lock);
+        $this->assertTrue($lock->acquire(false), 'taken again on a new session');
+    }
+
+    public function testAForkedChildHasASessionOfItsOwnAndReleasesNothing(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $store = $this->getStore();
+        $lock = (new LockFactory($store))->createLock($resource);
+        $this->assertTrue($lock->acquire());
+        $other = uniqid(__METHOD__, true);
+
+        $child = $this->fork(function (Channel $parent) use ($store, $lock, $resource, $other): void {
+            $this->assertFalse((new LockFactory($store))->createLock($resource)->acquire(false), 'the parent holds it');
+            $mine = (new LockFactory($store))->createLock($other);
+            $this->assertTrue($mine->acquire());
+            $lock->release();
+            $parent->send('done');
+        });
+        $this->assertSame('done', $child->receive());
+        $child->wait();
+
+        $this->assertTrue($lock->isAcquired());
+        $this->assertSame(['ExclusiveLock:true'], self::$server->advisoryLocks($resource));
+        $this->assertSame([], self::$server->advisoryLocks($other), "the child's session ended with it");
+        $lock->release();
+    }
+
+    public function testAWaitWithADeadlineLeavesTheServersQueue(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $holder = self::$server->pdo();
+        $holder->query('SELECT pg_advisory_lock_shared('.crc32($resource).')');
+        $lock = (new LockFactory($this->getStore()))->createLock($resource);
+
+        $this->assertFalse($lock->acquire(true, timeout: 0.2));
+        $this->assertSame(['ShareLock:true'], self::$server->advisoryLocks($resource), 'no waiter is left');
+        $this->assertTrue($lock->acquireRead(false), 'readers share');
+        $lock->release();
+    }
+
+    public function testStoreFactoryTakesBothDsnForms(): void
+    {
+        $port = self::$server->port;
+        foreach ([self::$server->dsn(), "postgresql://postgres@127.0.0.1:$port/postgres?sslmode=disable"] as $dsn) {
+            $store = StoreFactory::createStore($dsn);
+            $this->assertInstanceOf(PostgreSqlStore::class, $store);
+            $key = new Key(uniqid(__METHOD__, true));
+            $store->save($key);
+            $this->assertTrue($store->exists($key));
+        }
+    }
+
+    public function testBadInputIsRefusedWithoutShowingTheDsn(): void
+    {
+        foreach ([
+            'pgsql:host=h;password=s3cret;colour=blue' => '"colour" is not one Deadbolt knows',
+            'pgsql:host=h;password=s3cret;sslmode=maybe' => 'sslmode is not one of',
+            'postgresql://u:s3cret@h/db?password_env=DEADBOLT_TEST_PW' => 'both a password and password_env',
+        ] as $dsn => $says) {
+            try {
+                new PostgreSqlStore($dsn);
+                $this->fail("accepted $dsn");
+            } catch (InvalidArgumentException $e) {
+                $this->assertStringContainsString($says, $e->getMessage());
+                $this->assertStringNotContainsString('s3cret', $e->getMessage().$e->getTraceAsString());
+            }
+        }
+        try {
+            new PostgreSqlStore(self::$server->pdo());
+            $this->fail('a \PDO is not taken');
+        } catch (InvalidArgumentException $e) {
+            $this->assertStringContainsString('give it the DSN your \PDO was made with', $e->getMessage());
+        }
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('Unknown PostgreSqlStore option "db_connection_options"');
+        new PostgreSqlStore(self::$server->dsn(), ['db_connection_options' => []]);
+    }
+
+    public function testAServerThatIsNotThereIsAStorageFailureNamingIt(): void
+    {
+        $port = \Deadbolt\Tests\Support\RedisServer::freePort();
+        $store = new PostgreSqlStore("pgsql:host=127.0.0.1;port=$port;user=postgres;password=s3cret;sslmode=disable");
+        try {
+            $store->save(new Key(uniqid(__METHOD__, true)));
+            $this->fail('saved on no server');
+        } catch (LockStorageException $e) {
+            $this->assertStringContainsString("PostgreSqlStore(127.0.0.1:$port/postgres) cannot connect", $e->getMessage());
+            $this->assertStringNotContainsString('s3cret', $e->getMessage());
+        }
+    }
+
+    public function testReadLocksOfOneProcessShareOneSessionLock(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $store = $this->getStore();
+        [$a, $b, $writer] = [new Key($resource), new Key($resource), new Key($resource)];
+        $store->saveRead($a);
+        $store->saveRead($b);
+        $this->assertSame(['ShareLock:true'], self::$server->advisoryLocks($resource));
+        try {
+            $store->save($writer);
+            $this->fail('a writer beside readers of its own process');
+        } catch (LockConflictedException) {
+        }
+        $store->delete($a);
+        $this->assertTrue($store->exists($b));
+        $store->delete($b);
+        $this->assertSame([], self::$server->advisoryLocks($resource));
+    }
+
+    /**
+     * A lock whose session ended was taken away: refresh() says it was lost, and isLost() turns true.
+     */
+    private function assertLostOnRefresh(\Deadbolt\Lock $lock): void
+    {
+        try {
+            $lock->refresh();
+            $this->fail('refreshed a lock whose session ended');
+        } catch (\Deadbolt\Exception\LockExpiredException $e) {
+            $this->assertStringContainsString('was lost', $e->getMessage());
+        }
+        $this->assertTrue($lock->isLost());
+    }
+}
