@@ -122,7 +122,7 @@ test-dist: dist
 test-threads:
 	@bash scripts/test-threads.sh
 
-# Benchmarks print tables (never asserted); Redis and memcached ones get their own private server.
+# Benchmarks print tables (never asserted); Redis, memcached and PostgreSQL ones get their own private server.
 bench: build
 	$(RUN_PHP) bench/flock.php
 	$(RUN_PHP) bench/sysv.php
@@ -132,6 +132,10 @@ bench: build
 	@port=$$(bash scripts/memcached-start.sh $(RUN_DIR)/bench-memcached) && \
 	  trap 'bash scripts/memcached-stop.sh $(RUN_DIR)/bench-memcached' EXIT && \
 	  DEADBOLT_MEMCACHED_PORT=$$port $(RUN_PHP) bench/memcached.php
+	@bash scripts/postgres-stop.sh $(RUN_DIR)/bench-postgres >/dev/null 2>&1 || true
+	@port=$$(bash scripts/postgres-start.sh $(RUN_DIR)/bench-postgres) && \
+	  trap 'bash scripts/postgres-stop.sh $(RUN_DIR)/bench-postgres' EXIT && \
+	  DEADBOLT_POSTGRES_PORT=$$port $(RUN_PHP) bench/postgres.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \

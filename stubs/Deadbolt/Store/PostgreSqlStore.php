@@ -26,6 +26,8 @@ use Deadbolt\Key;
  *   worker keeps its connection for the next request. A long-running worker keeps one session for all its locks.
  * - Waits queue in the server (pg_advisory_lock), limited by the deadline through lock_timeout; while a signal handler
  *   may need to run (pcntl_async_signals), a wait queues in slices of 100 ms and asks in between.
+ * - The DSN must reach PostgreSQL itself, or a pooler in session mode: a pooler in transaction mode (PgBouncer's
+ *   pool_mode = transaction) would hand the session, and its locks, to other clients.
  * - No fencing tokens (nothing counts holds). Two resources whose crc32 is the same are one lock, as in symfony/lock.
  */
 final class PostgreSqlStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
@@ -110,8 +112,8 @@ final class PostgreSqlStore implements BlockingStoreInterface, BlockingSharedLoc
     }
 
     /**
-     * Whether $key holds the lock (not whether anyone does): this process's session holds the advisory lock, for
-     * $key.
+     * Whether $key holds the lock (not whether anyone does): $key took it in this process's session, and the session
+     * lives (asked of the server).
      */
     public function exists(Key $key): bool
     {

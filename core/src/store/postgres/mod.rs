@@ -191,8 +191,8 @@ fn take(
         (Mode::Shared, Some(Hold::Exclusive(_))) => {
             session.ask(Op::TryLockShared, id)? && session.ask(Op::Unlock, id)?
         }
-        // The session holds it shared for another key: this key joins (if the session still has it).
-        (Mode::Shared, Some(Hold::Shared(_))) => session.ask(Op::Held, id)?,
+        // The session holds it shared for another key: this key joins (if the session still lives).
+        (Mode::Shared, Some(Hold::Shared(_))) => session.ask(Op::Alive, id)?,
         (Mode::Shared, None) => session.ask(Op::TryLockShared, id)?,
     };
     if taken {
@@ -275,10 +275,8 @@ impl Store for PostgreSqlStore {
         }
         let id = advisory_key(key.resource());
         self.with(|session, holds| {
-            Ok(
-                holds.get(&id).is_some_and(|hold| hold.holds(token))
-                    && session.ask(Op::Held, id)?,
-            )
+            Ok(holds.get(&id).is_some_and(|hold| hold.holds(token))
+                && session.ask(Op::Alive, id)?)
         })
     }
 
