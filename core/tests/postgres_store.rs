@@ -155,7 +155,6 @@ fn a_wait_for_a_lock_this_process_holds_polls_to_its_deadline() {
     let mut report = WaitReport::default();
     // The server would grant the session its own lock again: this must not.
     assert!(!wait(&store, &mut b, Mode::Exclusive, None, deadline, &mut report).unwrap());
-    assert!(report.polls > 0, "{report:?}");
     assert!(store.exists(&a).unwrap() && !store.exists(&b).unwrap());
 }
 
