@@ -65,7 +65,7 @@ ensure() {
   local dir=$ROOTS/$name recipe
   recipe="$suite+updates+security minbase $arch+$multiarch experimental=$experimental $MIRROR $*"
   local emulated=0
-  [ "$arch" = "$HOST_ARCH" ] && [ -z "$multiarch" ] || { emulated=1; recipe+=" php-jit-off fast-config-tools"; }
+  [ "$arch" = "$HOST_ARCH" ] && [ -z "$multiarch" ] || { emulated=1; recipe+=" php-jit-off fast-ucf"; }
   # A ready root is used as it is, without waiting for its lock (a long run in it holds that).
   ready() { [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; }
   ready && return 0
@@ -90,7 +90,7 @@ ensure() {
   # A throw-away root: dpkg need not fsync every file it unpacks (under qemu, and beside other builds, those syncs
   # are most of an install's time).
   echo force-unsafe-io > "$dir/etc/dpkg/dpkg.cfg.d/90deadbolt-unsafe-io"
-  [ "$emulated" = 0 ] || fast_config_tools "$dir"
+  [ "$emulated" = 0 ] || fast_ucf "$dir"
   if (($#)); then
     echo "debian-root: apt-get install $* (in $name)"
     in_root "$name" 0 sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
@@ -107,73 +107,29 @@ ensure() {
   echo "debian-root: $name ready in $((SECONDS - start)) s"
 }
 
-# An emulated root's package configuration tools. Every PHP package's maintainer script registers each of its ini files
-# with ucf, which asks debconf (perl, seconds to start under qemu), and enables each module for each SAPI with phpenmod
-# and phpquery (shell scripts of dozens of processes each): php8.4-common's 17 modules took 268 s of a root's ~13
-# minutes. In a throw-away root nothing is ever upgraded, merged or disabled, so a fresh install's outcome is all that
-# is needed, and these do it in the shell itself: ucf copies the new file where there is none; ucfr does nothing;
-# phpquery answers the questions the maintainer scripts ask (-V, -S, -M, and whether a module is enabled: its conf.d
-# link); phpenmod links a module's ini into each SAPI's conf.d under its "; priority=" (20 by default), as Debian's does.
-# Debian's own programs are diverted aside (dpkg-divert) before their packages are installed.
-fast_config_tools() {
+# An emulated root's ucf: every PHP package's maintainer script registers each of its ini files with ucf, which asks
+# debconf, whose perl takes seconds to start under qemu (php8.4-common's 17 modules: 268 s of a root's ~13 minutes).
+# In a throw-away root nothing is ever upgraded or merged, so ucf's fresh-install outcome is all that is needed: the
+# new file copied where there is none, an existing one kept; ucfr (the registry of who owns a file) does nothing.
+# Debian's own programs are diverted aside (dpkg-divert), before the ucf package is installed.
+fast_ucf() {
   local dir=$1 tool
-  for tool in /usr/bin/ucf /usr/bin/ucfr /usr/sbin/phpquery /usr/sbin/phpenmod; do
-    chroot "$dir" dpkg-divert --quiet --local --rename --add "$tool"
+  for tool in ucf ucfr; do
+    chroot "$dir" dpkg-divert --quiet --local --rename --add "/usr/bin/$tool"
   done
-  cat > "$dir/usr/bin/ucf" <<'TOOL'
+  cat > "$dir/usr/bin/ucf" <<'UCF'
 #!/bin/sh
 # A throw-away root's ucf (scripts/debian-root.sh): the new file copied where there is none, an existing one kept.
 case "${1:-}" in --purge|-p) exit 0 ;; esac
 while [ $# -gt 2 ]; do shift; done
 [ $# -eq 2 ] || exit 0
 [ -e "$2" ] || cp "$1" "$2"
-TOOL
-  printf '#!/bin/sh\n# A throw-away root'"'"'s ucfr (scripts/debian-root.sh): nothing to register.\nexit 0\n' > "$dir/usr/bin/ucfr"
-  cat > "$dir/usr/sbin/phpquery" <<'TOOL'
-#!/bin/sh
-# A throw-away root's phpquery (scripts/debian-root.sh): what a fresh install's maintainer scripts ask.
-version= sapi= mod= action=
-while getopts ds:m:SMqv:V opt; do
-  case $opt in
-    v) version=$OPTARG ;; s) sapi=$OPTARG ;; m) mod=$OPTARG ;;
-    V) action=versions ;; S) action=sapis ;; M) action=mods ;;
-  esac
-done
-case $action in
-  versions) for d in /etc/php/*/mods-available; do d=${d%/mods-available}; [ -d "$d" ] && echo "${d##*/}"; done ;;
-  sapis) for d in /etc/php/$version/*/conf.d; do d=${d%/conf.d}; [ -d "$d" ] && echo "${d##*/}"; done ;;
-  mods) for f in /etc/php/$version/mods-available/*.ini; do f=${f##*/}; [ "$f" = '*.ini' ] || echo "${f%.ini}"; done ;;
-  *) for f in /etc/php/$version/$sapi/conf.d/*-"$mod".ini; do [ -e "$f" ] && exit 0; done; exit 1 ;;
-esac
+UCF
+  printf '#!/bin/sh
+# A throw-away root'"'"'s ucfr (scripts/debian-root.sh): nothing to register.
 exit 0
-TOOL
-  cat > "$dir/usr/sbin/phpenmod" <<'TOOL'
-#!/bin/sh
-# A throw-away root's phpenmod (scripts/debian-root.sh): links each module's ini into the SAPIs' conf.d.
-version= sapi=ALL register=
-while getopts pfv:s:mqr opt; do
-  case $opt in v) version=$OPTARG ;; s) sapi=$OPTARG ;; r) register=yes ;; esac
-done
-shift $((OPTIND - 1))
-[ -z "$register" ] || exit 0
-for mod in "$@"; do
-  ini=/etc/php/$version/mods-available/$mod.ini
-  [ -r "$ini" ] || { echo "phpenmod: no module $mod for PHP $version" >&2; exit 1; }
-  priority=20
-  while IFS= read -r line; do
-    case $line in
-      \;*priority*=*) value=${line##*=}; value=${value# }; case $value in ''|*[!0-9]*) ;; *) priority=$value; break ;; esac ;;
-    esac
-  done < "$ini"
-  if [ "$sapi" = ALL ]; then sapis=$(phpquery -S -v "$version"); else sapis=$sapi; fi
-  for s in $sapis; do
-    link=/etc/php/$version/$s/conf.d/$priority-$mod.ini
-    [ -e "$link" ] || [ -L "$link" ] || ln -s "$ini" "$link"
-  done
-done
-exit 0
-TOOL
-  chmod 0755 "$dir/usr/bin/ucf" "$dir/usr/bin/ucfr" "$dir/usr/sbin/phpquery" "$dir/usr/sbin/phpenmod"
+' > "$dir/usr/bin/ucfr"
+  chmod 0755 "$dir/usr/bin/ucf" "$dir/usr/bin/ucfr"
 }
 
 # The suite with its point-release updates and security updates, as an installed Debian has them; sid has
