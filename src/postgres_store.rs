@@ -10,6 +10,7 @@ use deadbolt_core::{PostgreSqlStore, PostgresServer};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::zend::ClassEntry;
 
 use crate::error_map::{invalid_argument, to_php, type_error};
 use crate::key::PhpKey;
@@ -32,9 +33,12 @@ impl PhpPostgreSqlStore {
     /// A store on the server `connection` names, with symfony/lock's options.
     pub(crate) fn open(connection: &Zval, options: Option<&ZendHashTable>) -> PhpResult<Self> {
         let Some(dsn) = connection.str() else {
+            // A \PDO or a subclass (PHP 8.4's Pdo\Pgsql, an application's own).
+            let pdo = ClassEntry::try_find("PDO");
             if connection
                 .object()
-                .is_some_and(|o| o.get_class_name().ok().as_deref() == Some("PDO"))
+                .zip(pdo)
+                .is_some_and(|(o, pdo)| o.instance_of(pdo))
             {
                 return Err(invalid_argument(
                     "Deadbolt's PostgreSqlStore connects by itself (a session of its own per \

@@ -191,11 +191,14 @@ final class PostgreSqlStoreTest extends StoreContractTestCase
                 $this->assertStringNotContainsString('s3cret', $e->getMessage().$e->getTraceAsString());
             }
         }
-        try {
-            new PostgreSqlStore(self::$server->pdo());
-            $this->fail('a \PDO is not taken');
-        } catch (InvalidArgumentException $e) {
-            $this->assertStringContainsString('give it the DSN your \PDO was made with', $e->getMessage());
+        $subclass = new class(self::$server->dsn()) extends \PDO {};
+        foreach ([self::$server->pdo(), $subclass] as $pdo) {
+            try {
+                new PostgreSqlStore($pdo);
+                $this->fail('a \PDO is not taken');
+            } catch (InvalidArgumentException $e) {
+                $this->assertStringContainsString('give it the DSN your \PDO was made with', $e->getMessage());
+            }
         }
         $this->expectException(InvalidArgumentException::class);
         $this->expectExceptionMessage('Unknown PostgreSqlStore option "db_connection_options"');

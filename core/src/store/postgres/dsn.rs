@@ -57,13 +57,7 @@ impl PostgresServer {
     /// # Errors
     /// [`Error::InvalidArgument`] for what this store cannot use, saying what to write instead.
     pub fn of_dsn(dsn: &str) -> Option<Result<Self>> {
-        if let Some(pairs) = dsn.strip_prefix("pgsql:") {
-            Some(key_values(pairs).and_then(|pairs| build(pairs, None, None)))
-        } else if dsn.starts_with("postgres://") || dsn.starts_with("postgresql://") {
-            Some(url_pairs(dsn).and_then(|pairs| build(pairs, None, None)))
-        } else {
-            None
-        }
+        pairs_of(dsn).map(|pairs| pairs.and_then(|pairs| build(pairs, None, None)))
     }
 
     /// As [`Self::of_dsn`], with a user and a password given apart from the DSN (symfony/lock's
@@ -72,19 +66,25 @@ impl PostgresServer {
     /// # Errors
     /// As [`Self::of_dsn`], and for a DSN that is not a PostgreSQL one.
     pub fn of_dsn_with(dsn: &str, user: Option<&str>, password: Option<&str>) -> Result<Self> {
-        let pairs = if let Some(pairs) = dsn.strip_prefix("pgsql:") {
-            key_values(pairs)?
-        } else if dsn.starts_with("postgres://") || dsn.starts_with("postgresql://") {
-            url_pairs(dsn)?
-        } else {
-            return Err(dsn_error("it starts with neither pgsql: nor postgresql://"));
-        };
+        let pairs = pairs_of(dsn)
+            .ok_or_else(|| dsn_error("it starts with neither pgsql: nor postgresql://"))??;
         build(pairs, user, password)
     }
 
     /// `host:port/dbname`, as messages name the server.
     pub fn shown(&self) -> &str {
         &self.shown
+    }
+}
+
+/// The DSN's keys and values, in either form; `None` when it is not a PostgreSQL DSN.
+fn pairs_of(dsn: &str) -> Option<Result<Vec<(String, String)>>> {
+    if let Some(pairs) = dsn.strip_prefix("pgsql:") {
+        Some(key_values(pairs))
+    } else if dsn.starts_with("postgres://") || dsn.starts_with("postgresql://") {
+        Some(url_pairs(dsn))
+    } else {
+        None
     }
 }
 

@@ -37,11 +37,6 @@ mod sql {
     pub const LOCK_TIMEOUT: &str = "SELECT set_config('lock_timeout', $1, false)";
 }
 
-/// The statements of [`Op`] come first, in its order; then these.
-const LOCK: usize = 5;
-const LOCK_SHARED: usize = 6;
-const SET_LOCK_TIMEOUT: usize = 7;
-
 /// What a statement that answers at once does.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Op {
@@ -52,11 +47,35 @@ pub(super) enum Op {
     Alive,
 }
 
+/// The session's statements, prepared once when it connects.
+struct Statements {
+    try_lock: Statement,
+    try_lock_shared: Statement,
+    unlock: Statement,
+    unlock_shared: Statement,
+    alive: Statement,
+    lock: Statement,
+    lock_shared: Statement,
+    set_lock_timeout: Statement,
+}
+
+impl Statements {
+    fn of(&self, op: Op) -> &Statement {
+        match op {
+            Op::TryLock => &self.try_lock,
+            Op::TryLockShared => &self.try_lock_shared,
+            Op::Unlock => &self.unlock,
+            Op::UnlockShared => &self.unlock_shared,
+            Op::Alive => &self.alive,
+        }
+    }
+}
+
 /// A connected session.
 pub(super) struct Session {
     runtime: Runtime,
     client: Client,
-    statements: Vec<Statement>,
+    statements: Statements,
     timeout: Duration,
     name: Arc<str>,
     /// An exchange timed out: its answer may still come, so nothing more can be read reliably.
@@ -74,7 +93,7 @@ pub(super) enum Waited {
 }
 
 impl Session {
-    /// Connects to `server` (within its connect timeout) and prepares the statements.
+    /// Connects to `server` and prepares the statements, within its connect timeout.
     pub fn open(server: &PostgresServer, tls: Option<&TlsConfig>, name: &Arc<str>) -> Result<Self> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
@@ -86,21 +105,26 @@ impl Session {
             .get_connect_timeout()
             .copied()
             .unwrap_or(server.timeout);
-        let client = match within(&runtime, limit, connect(server, tls)) {
-            Some(Ok(client)) => client,
+        // Connecting and preparing the statements are one step, within the connect timeout.
+        let opened = within(&runtime, limit, async {
+            let client = connect(server, tls).await?;
+            let statements = prepare(&client).await?;
+            Ok::<_, tokio_postgres::Error>((client, statements))
+        });
+        let (client, statements) = match opened {
+            Some(Ok(opened)) => opened,
             Some(Err(e)) => return Err(failure(name, "cannot connect", e)),
             None => return Err(timed_out(name, "connecting", limit)),
         };
-        let mut session = Session {
+        let session = Session {
             runtime,
             client,
-            statements: Vec::new(),
+            statements,
             timeout: server.timeout,
             name: Arc::clone(name),
             in_doubt: Cell::new(false),
             ended: Cell::new(false),
         };
-        session.statements = session.prepare()?;
         Ok(session)
     }
 
@@ -126,29 +150,9 @@ impl Session {
         }
     }
 
-    fn prepare(&self) -> Result<Vec<Statement>> {
-        let client = &self.client;
-        self.run("preparing its statements", async {
-            let mut statements = Vec::new();
-            for text in [
-                sql::TRY_LOCK,
-                sql::TRY_LOCK_SHARED,
-                sql::UNLOCK,
-                sql::UNLOCK_SHARED,
-                sql::ALIVE,
-                sql::LOCK,
-                sql::LOCK_SHARED,
-                sql::LOCK_TIMEOUT,
-            ] {
-                statements.push(client.prepare(text).await?);
-            }
-            Ok(statements)
-        })
-    }
-
     /// Runs `op` on `key`; its boolean answer.
     pub fn ask(&self, op: Op, key: i64) -> Result<bool> {
-        let statement = &self.statements[op as usize];
+        let statement = self.statements.of(op);
         let row = self.run("answering", self.client.query_one(statement, &[&key]))?;
         Ok(row.get::<_, bool>(0))
     }
@@ -157,7 +161,11 @@ impl Session {
     /// end). The limit is the server's `lock_timeout`, set in the same round trip: the server
     /// ends the wait, so no cancel request can ever reach a later command.
     pub fn wait(&self, key: i64, shared: bool, limit: Option<Duration>) -> Result<Waited> {
-        let statement = &self.statements[if shared { LOCK_SHARED } else { LOCK }];
+        let statement = if shared {
+            &self.statements.lock_shared
+        } else {
+            &self.statements.lock
+        };
         // Whole milliseconds, at least 1 (0 would mean without end).
         let millis = limit.map_or(0, |limit| limit.as_millis().clamp(1, i32::MAX as u128));
         let setting = millis.to_string();
@@ -165,7 +173,7 @@ impl Session {
             ([&setting], [&key]);
         let set = self
             .client
-            .query_one(&self.statements[SET_LOCK_TIMEOUT], &set_params);
+            .query_one(&self.statements.set_lock_timeout, &set_params);
         let lock = self.client.query_one(statement, &lock_params);
         // Both sent at once (the client pipelines them), read in order.
         let exchange = futures_util::future::join(set, lock);
@@ -210,6 +218,20 @@ impl Session {
             }
         }
     }
+}
+
+/// Prepares every statement a session runs.
+async fn prepare(client: &Client) -> std::result::Result<Statements, tokio_postgres::Error> {
+    Ok(Statements {
+        try_lock: client.prepare(sql::TRY_LOCK).await?,
+        try_lock_shared: client.prepare(sql::TRY_LOCK_SHARED).await?,
+        unlock: client.prepare(sql::UNLOCK).await?,
+        unlock_shared: client.prepare(sql::UNLOCK_SHARED).await?,
+        alive: client.prepare(sql::ALIVE).await?,
+        lock: client.prepare(sql::LOCK).await?,
+        lock_shared: client.prepare(sql::LOCK_SHARED).await?,
+        set_lock_timeout: client.prepare(sql::LOCK_TIMEOUT).await?,
+    })
 }
 
 /// Runs `future` on `runtime` for at most `limit`; `None` when the time ran out first.
