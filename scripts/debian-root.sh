@@ -65,7 +65,7 @@ ensure() {
   local dir=$ROOTS/$name recipe
   recipe="$suite+updates+security minbase $arch+$multiarch experimental=$experimental $MIRROR $*"
   local emulated=0
-  [ "$arch" = "$HOST_ARCH" ] && [ -z "$multiarch" ] || { emulated=1; recipe+=" php-jit-off fast-ucf"; }
+  [ "$arch" = "$HOST_ARCH" ] && [ -z "$multiarch" ] || { emulated=1; recipe+=" php-jit-off fast-config-tools"; }
   # A ready root is used as it is, without waiting for its lock (a long run in it holds that).
   ready() { [ -f "$dir/.deadbolt-root" ] && [ "$(cat "$dir/.deadbolt-root")" = "$recipe" ]; }
   ready && return 0
@@ -90,7 +90,7 @@ ensure() {
   # A throw-away root: dpkg need not fsync every file it unpacks (under qemu, and beside other builds, those syncs
   # are most of an install's time).
   echo force-unsafe-io > "$dir/etc/dpkg/dpkg.cfg.d/90deadbolt-unsafe-io"
-  [ "$emulated" = 0 ] || fast_ucf "$dir"
+  [ "$emulated" = 0 ] || fast_config_tools "$dir"
   if (($#)); then
     echo "debian-root: apt-get install $* (in $name)"
     in_root "$name" 0 sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
@@ -107,29 +107,98 @@ ensure() {
   echo "debian-root: $name ready in $((SECONDS - start)) s"
 }
 
-# An emulated root's ucf: every PHP package's maintainer script registers each of its ini files with ucf, which asks
-# debconf, whose perl takes seconds to start under qemu (php8.4-common's 17 modules: 268 s of a root's ~13 minutes).
-# In a throw-away root nothing is ever upgraded or merged, so ucf's fresh-install outcome is all that is needed: the
-# new file copied where there is none, an existing one kept; ucfr (the registry of who owns a file) does nothing.
-# Debian's own programs are diverted aside (dpkg-divert), before the ucf package is installed.
-fast_ucf() {
+# An emulated root's package configuration tools. Every PHP package's maintainer script registers each of its ini files
+# with ucf, which asks debconf (perl, seconds to start under qemu), and enables each module for each SAPI with phpquery
+# and phpenmod (shell scripts of dozens of processes each): php8.4-common's 17 modules took 268 s of a root's ~13
+# minutes. In a throw-away root nothing is ever upgraded or merged, so a fresh install's outcome is all that is needed,
+# and these do it in the shell itself, leaving the state Debian's tools leave:
+#   ucf     copies the new file where there is none; ucfr does nothing;
+#   phpenmod -m (a maintainer script's call) links the module's ini into each SAPI's conf.d under its "; priority="
+#           (20 by default) and records it (/var/lib/php/modules/V/SAPI/enabled_by_maint/MOD, registry/MOD with -r);
+#   phpquery answers what phpenmod and the maintainer scripts ask: the versions (-V), a version's SAPIs (-S), a
+#           module's state (-q -m: 0 enabled, 1 not, 32/33 disabled by the admin/a maintainer script, 34 a changed link).
+# Any other call (phpdismod, the link to phpenmod; a phpenmod without -m, as Deadbolt's package and install scripts
+# run; phpquery -M) runs Debian's own program, diverted aside (dpkg-divert) before its package is installed, under its
+# own name so that it knows whether it enables or disables.
+fast_config_tools() {
   local dir=$1 tool
-  for tool in ucf ucfr; do
-    chroot "$dir" dpkg-divert --quiet --local --rename --add "/usr/bin/$tool"
+  for tool in /usr/bin/ucf /usr/bin/ucfr /usr/sbin/phpquery /usr/sbin/phpenmod; do
+    chroot "$dir" dpkg-divert --quiet --local --rename --add "$tool"
   done
-  cat > "$dir/usr/bin/ucf" <<'UCF'
+  mkdir -p "$dir/usr/lib/deadbolt-debian-tools"
+  for tool in phpenmod phpdismod phpquery; do
+    ln -sfn "/usr/sbin/${tool/phpdismod/phpenmod}.distrib" "$dir/usr/lib/deadbolt-debian-tools/$tool"
+  done
+  cat > "$dir/usr/bin/ucf" <<'TOOL'
 #!/bin/sh
 # A throw-away root's ucf (scripts/debian-root.sh): the new file copied where there is none, an existing one kept.
 case "${1:-}" in --purge|-p) exit 0 ;; esac
 while [ $# -gt 2 ]; do shift; done
 [ $# -eq 2 ] || exit 0
 [ -e "$2" ] || cp "$1" "$2"
-UCF
-  printf '#!/bin/sh
-# A throw-away root'"'"'s ucfr (scripts/debian-root.sh): nothing to register.
+TOOL
+  printf '#!/bin/sh\n# A throw-away root'"'"'s ucfr (scripts/debian-root.sh): nothing to register.\nexit 0\n' > "$dir/usr/bin/ucfr"
+  cat > "$dir/usr/sbin/phpquery" <<'TOOL'
+#!/bin/sh
+# A throw-away root's phpquery (scripts/debian-root.sh): the versions, the SAPIs and a module's state, as Debian's.
+version= sapi= mod= action=check quiet=
+for arg in "$@"; do case $arg in -M|-d) exec /usr/lib/deadbolt-debian-tools/phpquery "$@" ;; esac; done
+while getopts dqs:m:SMv:V opt; do
+  case $opt in
+    v) version=$OPTARG ;; s) sapi=$OPTARG ;; m) mod=$OPTARG ;; V) action=versions ;; S) action=sapis ;;
+    q) quiet=yes ;; *) exec /usr/lib/deadbolt-debian-tools/phpquery "$@" ;;
+  esac
+done
+# A person's question (its answer is worded): Debian's own.
+[ "$action" != check ] || [ -n "$quiet" ] || exec /usr/lib/deadbolt-debian-tools/phpquery "$@"
+case $action in
+  versions) for d in /usr/lib/php/*[0-9].[0-9]; do [ -d "$d" ] && echo "${d##*/}"; done | sort -rn; exit 0 ;;
+  sapis) for d in /usr/lib/php/"$version"/sapi/*; do [ -e "$d" ] && echo "${d##*/}"; done; exit 0 ;;
+esac
+ini=/etc/php/$version/mods-available/$mod.ini
+[ -r "$ini" ] || exit 1
+priority=$(sed -ne 's/^;[[:space:]]*priority[[:space:]]*=[[:space:]]*\([0-9]\+\)[[:space:]]*$/\1/p; /^[0-9]\+$/q' "$ini")
+link=/etc/php/$version/$sapi/conf.d/${priority:-20}-$mod.ini state=/var/lib/php/modules/$version/$sapi
+if [ -e "$link" ]; then
+  [ -h "$link" ] || exit 0
+  [ "$(readlink "$link")" = "$ini" ] && exit 0
+  exit 34
+fi
+[ -e "$state/disabled_by_admin/$mod" ] && exit 32
+[ -e "$state/disabled_by_maint/$mod" ] && exit 33
+exit 1
+TOOL
+  cat > "$dir/usr/sbin/phpenmod" <<'TOOL'
+#!/bin/sh
+# A throw-away root's phpenmod (scripts/debian-root.sh): a maintainer script's enabling, as Debian's does it.
+maint= version= sapis= register=
+[ "${0##*/}" = phpenmod ] && case " $* " in *" -m "*) maint=yes ;; esac
+[ -n "$maint" ] || exec "/usr/lib/deadbolt-debian-tools/${0##*/}" "$@"
+while getopts pfv:s:mqr opt; do
+  case $opt in v) version=$OPTARG ;; s) sapis="$sapis $OPTARG" ;; r) register=yes ;; m|q) ;; *) exec "/usr/lib/deadbolt-debian-tools/${0##*/}" "$@" ;; esac
+done
+shift $((OPTIND - 1))
+[ -n "$version" ] && [ "$version" != ALL ] || exec "/usr/lib/deadbolt-debian-tools/${0##*/}" "$@"
+case " $sapis " in *" ALL "*|"  ") sapis=$(phpquery -S -v "$version") ;; esac
+for mod in "$@"; do
+  mod=${mod%%/*} ini=/etc/php/$version/mods-available/$mod.ini
+  [ -r "$ini" ] || { echo "WARNING: Module $mod ini file doesn't exist under /etc/php/$version/mods-available" >&2; continue; }
+  for sapi in $sapis; do
+    rc=0; phpquery -q -v "$version" -s "$sapi" -m "$mod" || rc=$?
+    case $rc in 0|1|33) ;; *) continue ;; esac
+    priority=$(sed -ne 's/^;[[:space:]]*priority[[:space:]]*=[[:space:]]*\([0-9]\+\)[[:space:]]*$/\1/p; /^[0-9]\+$/q' "$ini")
+    conf=/etc/php/$version/$sapi/conf.d state=/var/lib/php/modules/$version/$sapi
+    [ -d "$conf" ] || continue
+    [ -h "$conf/${priority:-20}-$mod.ini" ] || ln -s "$ini" "$conf/${priority:-20}-$mod.ini"
+    [ -e "$state/enabled_by_admin/$mod" ] && continue
+    rm -f "$state/disabled_by_admin/$mod" "$state/disabled_by_maint/$mod"
+    mkdir -p "$state/enabled_by_maint" && touch "$state/enabled_by_maint/$mod"
+  done
+  [ -z "$register" ] || { mkdir -p "/var/lib/php/modules/$version/registry" && touch "/var/lib/php/modules/$version/registry/$mod"; }
+done
 exit 0
-' > "$dir/usr/bin/ucfr"
-  chmod 0755 "$dir/usr/bin/ucf" "$dir/usr/bin/ucfr"
+TOOL
+  chmod 0755 "$dir/usr/bin/ucf" "$dir/usr/bin/ucfr" "$dir/usr/sbin/phpquery" "$dir/usr/sbin/phpenmod"
 }
 
 # The suite with its point-release updates and security updates, as an installed Debian has them; sid has
