@@ -7,11 +7,12 @@
 #     `new Deadbolt\Semaphore\SemaphoreStore(new Deadbolt\Store\RedisStore($connection))`. RedisArrayStoreTest and
 #     RedisClusterStoreTest are left out (Deadbolt takes no \RedisArray; a cluster has suites of its own here).
 #   OUT_DIR/lock: AbstractStoreTestCase, BlockingStoreTestTrait, ExpiringStoreTestTrait, UnserializableTestTrait,
-#     SharedLockStoreTestTrait, SemaphoreStoreTest, MemcachedStoreTest and PostgreSqlStoreTest, building
+#     SharedLockStoreTestTrait, SemaphoreStoreTest, MemcachedStoreTest, PostgreSqlStoreTest and PdoStoreTest, building
 #     `new Deadbolt\Store\SemaphoreStore()`, `new Deadbolt\Store\MemcachedStore($memcached)` (its \Memcached on
 #     MEMCACHED_HOST and, instead of the fixed 11211, MEMCACHED_PORT: the private server's) and
 #     `new Deadbolt\Store\PostgreSqlStore('pgsql:host='.POSTGRES_HOST, ...)` (POSTGRES_HOST carries the private server's
-#     port: "127.0.0.1;port=N", which PDO's DSN form takes as it is).
+#     port: "127.0.0.1;port=N", which PDO's DSN form takes as it is), and `new Deadbolt\Store\PdoStore('sqlite:...')`
+#     (its testDsnWithPostgreSQL on the same private PostgreSQL).
 # Prints OUT_DIR; one this script made is reused.
 #
 #   scripts/symfony-own-tests.sh OUT_DIR
@@ -49,12 +50,12 @@ grep -q 'new SemaphoreStore(new \\Deadbolt\\Store\\RedisStore' "$out.tmp/semapho
 
 src=$(tests_of Lock)
 for test in AbstractStoreTestCase BlockingStoreTestTrait ExpiringStoreTestTrait UnserializableTestTrait \
-    SharedLockStoreTestTrait SemaphoreStoreTest MemcachedStoreTest PostgreSqlStoreTest; do
+    SharedLockStoreTestTrait SemaphoreStoreTest MemcachedStoreTest PostgreSqlStoreTest PdoStoreTest; do
   # MemcachedStoreTest: its server on the port of the private memcached (MEMCACHED_PORT) instead of 11211.
   sed -e 's/^use Symfony\\Component\\Lock\\Exception\\/use Deadbolt\\Exception\\/' \
       -e 's/^use Symfony\\Component\\Lock\\Key;/use Deadbolt\\Key;/' \
       -e 's/^use Symfony\\Component\\Lock\\PersistingStoreInterface;/use Deadbolt\\Store\\PersistingStoreInterface;/' \
-      -e 's/^use Symfony\\Component\\Lock\\Store\\\(SemaphoreStore\|MemcachedStore\|PostgreSqlStore\);/use Deadbolt\\Store\\\1;/' \
+      -e 's/^use Symfony\\Component\\Lock\\Store\\\(SemaphoreStore\|MemcachedStore\|PostgreSqlStore\|PdoStore\);/use Deadbolt\\Store\\\1;/' \
       -e "s/addServer(getenv('MEMCACHED_HOST'), 11211)/addServer(getenv('MEMCACHED_HOST'), (int) getenv('MEMCACHED_PORT'))/" \
       "$src/$test.php" > "$out.tmp/lock/$test.php"
 done

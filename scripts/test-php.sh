@@ -76,6 +76,10 @@ if phpunit --version | grep -q '^PHPUnit 9\.'; then
   DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock POSTGRES_HOST="127.0.0.1;port=$postgres_port;sslmode=disable" \
     bash scripts/phpunit.sh "$so" "$own/lock/PostgreSqlStoreTest.php" \
     --filter '/^(?!.*::(testInvalidDriver|testWaitAndSave(Read)?AfterConflictReleasesLockFromInternalStore)\b)/' || rc=$?
+  [ "$rc" = 0 ] || { bash scripts/postgres-stop.sh "$postgres_dir"; exit "$rc"; }
+  echo "== symfony/lock's PdoStoreTest (SQLite; its PostgreSQL DSN test against the same private PostgreSQL)"
+  DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock POSTGRES_HOST="127.0.0.1;port=$postgres_port;sslmode=disable" \
+    bash scripts/phpunit.sh "$so" "$own/lock/PdoStoreTest.php" || rc=$?
   bash scripts/postgres-stop.sh "$postgres_dir"
   [ "$rc" = 0 ] || exit "$rc"
 else

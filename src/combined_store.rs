@@ -197,6 +197,9 @@ fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
     if let Some(redis) = ZendClassObject::<PhpRedisStore>::from_zend_obj(object) {
         return Ok(redis.member());
     }
+    if let Some(pdo) = ZendClassObject::<crate::pdo_store::PhpPdoStore>::from_zend_obj(object) {
+        return Ok(pdo.member());
+    }
     let store = match ZendClassObject::<PhpCombinedStore>::from_zend_obj(object) {
         Some(combined) => combined.store_ref(),
         // It calls PHP: never from Drop (the Lock's end-of-request path releases it).

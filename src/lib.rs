@@ -17,6 +17,8 @@ mod lock_state;
 mod logger;
 mod memcached_store;
 mod metrics;
+mod pdo_connection;
+mod pdo_store;
 mod php_call;
 mod php_param;
 mod php_redis_client;
@@ -112,12 +114,15 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<stores::PhpSemaphoreStore>();
     zend_object::hook_debug_info::<memcached_store::PhpMemcachedStore>();
     zend_object::hook_debug_info::<postgres_store::PhpPostgreSqlStore>();
+    zend_object::hook_debug_info::<pdo_store::PhpPdoStore>();
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<memcached_store::PhpMemcachedStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<postgres_store::PhpPostgreSqlStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<postgres_store::PhpPostgreSqlStore>("__construct", 1);
+    zend_object::mark_sensitive_parameter::<pdo_store::PhpPdoStore>("__construct", 0);
+    zend_object::mark_sensitive_parameter::<pdo_store::PhpPdoStore>("__construct", 1);
     zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
     interrupts::watch_handlers();
 }
@@ -163,6 +168,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<stores::PhpInMemoryStore>()
         .class::<stores::PhpSemaphoreStore>()
         .class::<memcached_store::PhpMemcachedStore>()
+        .class::<pdo_store::PhpPdoStore>()
         .class::<postgres_store::PhpPostgreSqlStore>()
         .class::<redis_store::PhpRedisStore>()
         .class::<combined_store::PhpCombinedStore>()

@@ -92,9 +92,17 @@ fn credentials(options: Option<&ZendHashTable>) -> PhpResult<(Option<String>, Op
     Ok((user, password))
 }
 
-/// Whether `dsn` is one this store takes (StoreFactory's choice).
-pub(crate) fn is_postgres_dsn(dsn: &str) -> bool {
-    dsn.starts_with("pgsql:") || dsn.starts_with("postgres://") || dsn.starts_with("postgresql://")
+/// The DSN of this store in symfony/lock's StoreFactory forms for advisory locks
+/// (`pgsql+advisory:...`, and `postgres+advisory://`, `postgresql+advisory://`,
+/// `pgsql+advisory://` URLs, which symfony/lock gives to DBAL's advisory store), without
+/// `+advisory`; `None` for any other DSN (a bare `pgsql:` DSN is PdoStore's, as in symfony/lock).
+pub(crate) fn advisory_dsn(dsn: &str) -> Option<String> {
+    let (scheme, rest) = dsn.split_once("+advisory:")?;
+    match (scheme, rest.starts_with("//")) {
+        ("pgsql", false) => Some(format!("pgsql:{rest}")),
+        ("pgsql" | "postgres" | "postgresql", true) => Some(format!("postgresql:{rest}")),
+        _ => None,
+    }
 }
 
 store_class_methods!(PhpPostgreSqlStore {

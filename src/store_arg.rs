@@ -40,5 +40,8 @@ fn native_store(object: &ZendObject) -> Option<StoreRef> {
     if let Some(combined) = ZendClassObject::<PhpCombinedStore>::from_zend_obj(object) {
         return Some(combined.store_ref());
     }
+    if let Some(pdo) = ZendClassObject::<crate::pdo_store::PhpPdoStore>::from_zend_obj(object) {
+        return Some(pdo.store_ref());
+    }
     None
 }

@@ -8,6 +8,9 @@ use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
 
 use crate::error_map::invalid_argument;
 use crate::memcached_store::{PhpMemcachedStore, DEFAULT_INITIAL_TTL};
+use crate::pdo_store::{
+    PhpPdoStore, DEFAULT_GC_PROBABILITY, DEFAULT_INITIAL_TTL as PDO_INITIAL_TTL,
+};
 use crate::postgres_store::PhpPostgreSqlStore;
 use crate::redis_store::{Connection, PhpRedisStore};
 use crate::stores::{PhpFlockStore, PhpInMemoryStore, PhpSemaphoreStore};
@@ -20,10 +23,16 @@ pub struct PhpStoreFactory;
 #[php_impl]
 impl PhpStoreFactory {
     /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
-    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`, `memcached://…`, `pgsql:…`, `postgresql://…`) or a client
-    /// object (`\Redis`, `\RedisCluster`, Predis, `\Memcached`).
+    /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`, `memcached://…`, a PDO DSN `pgsql:…` / `mysql:…` / `sqlite:…` / `sqlsrv:…` / `oci:…`
+    /// (PdoStore, as symfony/lock), `pgsql+advisory:…` / `postgresql+advisory://…` (PostgreSqlStore))
+    /// or a client object (`\Redis`, `\RedisCluster`, Predis, `\Memcached`, `\PDO`).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
         let Some(dsn) = connection.str() else {
+            if crate::pdo_store::is_pdo(connection) {
+                let store =
+                    PhpPdoStore::open(connection, None, DEFAULT_GC_PROBABILITY, PDO_INITIAL_TTL)?;
+                return Ok(ZendClassObject::new(store).into());
+            }
             if crate::memcached_store::is_memcached_client(connection) {
                 let store = PhpMemcachedStore::open(connection, DEFAULT_INITIAL_TTL)?;
                 return Ok(ZendClassObject::new(store).into());
@@ -34,8 +43,18 @@ impl PhpStoreFactory {
             )?;
             return Ok(ZendClassObject::new(store).into());
         };
-        if crate::postgres_store::is_postgres_dsn(dsn) {
-            let store = PhpPostgreSqlStore::open(connection, None)?;
+        if let Some(dsn) = crate::postgres_store::advisory_dsn(dsn) {
+            let mut plain = Zval::new();
+            plain.set_string(&dsn, false)?;
+            let store = PhpPostgreSqlStore::open(&plain, None)?;
+            return Ok(ZendClassObject::new(store).into());
+        }
+        if let Some(refusal) = crate::pdo_store::refuse_dbal_url(dsn) {
+            return Err(refusal);
+        }
+        if crate::pdo_store::is_pdo_dsn(dsn) {
+            let store =
+                PhpPdoStore::open(connection, None, DEFAULT_GC_PROBABILITY, PDO_INITIAL_TTL)?;
             return Ok(ZendClassObject::new(store).into());
         }
         if dsn.starts_with("memcached:") {
@@ -71,7 +90,7 @@ impl PhpStoreFactory {
         }
         let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
         Err(invalid_argument(format!(
-            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\", \"memcached://…\", \"pgsql:…\" or \"postgresql://…\".",
+            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\", \"memcached://…\", a PDO DSN (\"pgsql:…\", \"mysql:…\", \"sqlite:…\", \"sqlsrv:…\", \"oci:…\") or \"pgsql+advisory:…\" / \"postgresql+advisory://…\".",
             scheme.chars().take(32).collect::<String>()
         )))
     }

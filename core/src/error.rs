@@ -157,7 +157,7 @@ const QUOTED_CHARS: usize = 200;
 /// Text a server sent (an error reply, a host a sentinel or a slot map named), fit for a message:
 /// control characters escaped, and at most [`QUOTED_CHARS`] characters, the cut said with the
 /// whole length, so a hostile or broken server cannot flood a message, a log line or a terminal.
-pub(crate) fn quoted(text: &str) -> String {
+pub fn quoted(text: &str) -> String {
     let mut shown: String = text
         .chars()
         .take(QUOTED_CHARS)

@@ -25,6 +25,7 @@
 
 mod error;
 mod event;
+mod fork_blind;
 mod fork_share;
 mod holder;
 mod interrupt;
@@ -41,8 +42,9 @@ mod threads;
 mod token;
 mod ttl;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{quoted as quoted_server_text, Error, ErrorKind, Result};
 pub use event::{Event, EventSink, Level, Silent};
+pub use fork_blind::{blind_in_children, sockets as process_sockets, Blinded};
 pub use fork_share::{sharing as fork_sharing, Peer, Sharing};
 pub use holder::{
     checked_label, digest as token_digest, unix_secs, Holder, LockState, Origin, Waiter,
@@ -66,7 +68,7 @@ pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memcached::{MemcachedServer, MemcachedStore};
 pub use store::memory::InMemoryStore;
-pub use store::postgres::{advisory_key, PostgreSqlStore, PostgresServer};
+pub use store::postgres::{advisory_key, PostgreSqlStore, PostgresServer, PostgresTable};
 pub use store::redis::calls::ScriptCall;
 pub use store::redis::native::read_unread_replies;
 pub use store::redis::native::NativeTransport;
@@ -74,6 +76,10 @@ pub use store::redis::scripts::LockScript;
 pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 pub use store::redis::{protocol::Signal, RedisStore};
 pub use store::sysv::{KeyHash, SysvSemaphoreStore};
+pub use store::table::{
+    key_id as table_key_id, Dialect, Failure, SqlFailure, Table, TableConnection, TableSettings,
+    TableStore,
+};
 pub use store::{
     inspecting, wait, BlockingStore, Capabilities, DeferringStore, ExpiringStore, Extender,
     FencingStore, InspectingStore, Mode, PendingRelease, SemaphoreStore, Store, WaitReport,

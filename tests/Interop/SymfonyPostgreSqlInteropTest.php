@@ -156,7 +156,7 @@ final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
     public function testSymfonysLockOnDeadboltsStoreThroughTheBridgeExcludesSymfonysOwnStore(): void
     {
         $resource = uniqid(__METHOD__, true);
-        $bridged = \Deadbolt\Bridge\Symfony\StoreFactory::createStore('deadbolt+'.self::$server->dsn());
+        $bridged = \Deadbolt\Bridge\Symfony\StoreFactory::createStore('deadbolt+pgsql+advisory:'.substr(self::$server->dsn(), \strlen('pgsql:')));
         $this->assertInstanceOf(\Deadbolt\Bridge\Symfony\DeadboltStore::class, $bridged);
         $onDeadbolt = (new SymfonyLockFactory($bridged))->createLock($resource, 30.0);
         $native = $this->symfonyLock($resource);

@@ -164,10 +164,12 @@ final class PostgreSqlStoreTest extends StoreContractTestCase
         $lock->release();
     }
 
-    public function testStoreFactoryTakesBothDsnForms(): void
+    public function testStoreFactoryTakesSymfonysAdvisoryDsnForms(): void
     {
         $port = self::$server->port;
-        foreach ([self::$server->dsn(), "postgresql://postgres@127.0.0.1:$port/postgres?sslmode=disable"] as $dsn) {
+        // A bare pgsql: DSN is a PdoStore's (the lock_keys table), as in symfony/lock's StoreFactory.
+        $this->assertInstanceOf(\Deadbolt\Store\PdoStore::class, StoreFactory::createStore(self::$server->dsn()));
+        foreach (['pgsql+advisory:'.substr(self::$server->dsn(), \strlen('pgsql:')), "postgresql+advisory://postgres@127.0.0.1:$port/postgres?sslmode=disable"] as $dsn) {
             $store = StoreFactory::createStore($dsn);
             $this->assertInstanceOf(PostgreSqlStore::class, $store);
             $key = new Key(uniqid(__METHOD__, true));

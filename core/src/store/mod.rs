@@ -13,6 +13,7 @@ pub mod memory;
 pub mod postgres;
 pub mod redis;
 pub mod sysv;
+pub mod table;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

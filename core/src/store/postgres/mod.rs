@@ -17,6 +17,7 @@
 
 mod dsn;
 mod session;
+mod table;
 mod tls;
 mod wording;
 
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 
 pub use dsn::PostgresServer;
 use session::{Op, Session, TlsConfig, Waited};
+pub use table::PostgresTable;
 
 use crate::process::PerProcess;
 use crate::store::{poll, poll_interval, BlockingStore, Capabilities, Mode, Store, WaitReport};

@@ -235,12 +235,16 @@ async fn prepare(client: &Client) -> std::result::Result<Statements, tokio_postg
 }
 
 /// Runs `future` on `runtime` for at most `limit`; `None` when the time ran out first.
-fn within<F: Future>(runtime: &Runtime, limit: Duration, future: F) -> Option<F::Output> {
+pub(super) fn within<F: Future>(
+    runtime: &Runtime,
+    limit: Duration,
+    future: F,
+) -> Option<F::Output> {
     runtime.block_on(async { tokio::time::timeout(limit, future).await.ok() })
 }
 
 /// Connects (TLS as the DSN says) and starts the connection's task on the current runtime.
-async fn connect(
+pub(super) async fn connect(
     server: &PostgresServer,
     tls: Option<&TlsConfig>,
 ) -> std::result::Result<Client, tokio_postgres::Error> {
