@@ -81,7 +81,8 @@ impl PhpPdoStore {
         gc_probability: f64,
         initial_ttl: f64,
     ) -> PhpResult<Self> {
-        if !(initial_ttl >= 1.0) {
+        // NaN is refused too.
+        if initial_ttl.is_nan() || initial_ttl < 1.0 {
             return Err(to_php(deadbolt_core::Error::InvalidTtl {
                 message: format!(
                     "PdoStore's initialTtl is at least 1 second (the table counts whole seconds), {} given.",
@@ -107,7 +108,7 @@ impl PhpPdoStore {
         };
         let engine = match source {
             Source::Native(server) => {
-                let connection = PostgresTable::new(server, &name).map_err(to_php)?;
+                let connection = PostgresTable::new(*server, &name).map_err(to_php)?;
                 Engine::Native(Rc::new(
                     TableStore::new(connection, dialect, settings, name).map_err(to_php)?,
                 ))
@@ -131,7 +132,7 @@ impl PhpPdoStore {
 
 enum Source {
     /// A `pgsql:` DSN Deadbolt's own PostgreSQL client takes.
-    Native(PostgresServer),
+    Native(Box<PostgresServer>),
     App(Zval),
     Dsn(DsnSource),
 }
@@ -150,7 +151,7 @@ fn source_of(connection: &Zval, options: &Options) -> PhpResult<(String, Source)
         }
         let driver = dsn.split(':').next().unwrap_or_default().to_owned();
         if let Some(server) = native_postgres(dsn, options) {
-            return Ok((driver, Source::Native(server)));
+            return Ok((driver, Source::Native(Box::new(server))));
         }
         let source = DsnSource {
             dsn: dsn.to_owned(),

@@ -32,6 +32,9 @@ fn each_store(check: impl Fn(&dyn Store, &str)) {
         &MemcachedStore::connect(&memcached.dsn(), ttl(30.0)).unwrap(),
         "memcached",
     );
+    // Exclusive locks only: a row has one token.
+    let postgres = PostgresServer::start();
+    check(&support::table_store(&postgres), "table");
 }
 
 /// Runs `check` against each store kind that has shared (read) locks.
@@ -204,6 +207,7 @@ fn a_lock_acquires_refreshes_and_releases() {
         Rc::new(SysvSemaphoreStore::new(KeyHash::Xxh128)),
         Rc::new(MemcachedStore::connect(&memcached.dsn(), ttl(30.0)).unwrap()),
         Rc::new(PostgreSqlStore::connect(&postgres.dsn()).unwrap()),
+        Rc::new(support::table_store(&postgres)),
     ];
     for store in stores {
         let resource = unique("lock");

@@ -12,7 +12,8 @@ use Symfony\Component\Lock\Store\StoreFactory as SymfonyStoreFactory;
  * symfony/lock's StoreFactory, with Deadbolt's stores behind a `deadbolt+` prefix, so a DSN in configuration can pick
  * Deadbolt's engine: `deadbolt+redis://host:6379`, `deadbolt+rediss://...`, `deadbolt+flock`, `deadbolt+flock:///dir`,
  * `deadbolt+semaphore` (`deadbolt+semaphore?hash=md5` beside symfony/lock 5.4), `deadbolt+memcached://host:11211`,
- * `deadbolt+pgsql:host=...;dbname=...`, `deadbolt+postgresql://...`, `deadbolt+in-memory` (what Deadbolt's StoreFactory
+ * `deadbolt+pgsql:host=...;dbname=...` and `deadbolt+sqlite:/path` (PdoStore), `deadbolt+pgsql+advisory:...`,
+ * `deadbolt+postgresql+advisory://...` (PostgreSqlStore), `deadbolt+in-memory` (what Deadbolt's StoreFactory
  * takes, prefixed). Anything else goes to symfony/lock's factory.
  */
 final class StoreFactory

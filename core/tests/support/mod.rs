@@ -281,6 +281,37 @@ impl PostgresServer {
     }
 }
 
+/// A PdoStore's engine on `server`'s `lock_keys` table, on a session of its own.
+#[allow(dead_code)]
+pub fn table_store(
+    server: &PostgresServer,
+) -> deadbolt_core::TableStore<deadbolt_core::PostgresTable> {
+    table_store_on(server, deadbolt_core::Table::default())
+}
+
+/// As [`table_store`], on `table`.
+#[allow(dead_code)]
+pub fn table_store_on(
+    server: &PostgresServer,
+    table: deadbolt_core::Table,
+) -> deadbolt_core::TableStore<deadbolt_core::PostgresTable> {
+    let name = format!("PdoStore(pgsql: {})", table.name);
+    let dsn = deadbolt_core::PostgresServer::of_dsn_with(&server.dsn(), None, None).unwrap();
+    let connection = deadbolt_core::PostgresTable::new(dsn, &name).unwrap();
+    let settings = deadbolt_core::TableSettings {
+        table,
+        initial_ttl: deadbolt_core::Ttl::from_secs(300.0).unwrap(),
+        gc_probability: 0.0,
+    };
+    deadbolt_core::TableStore::new(
+        connection,
+        deadbolt_core::Dialect::PostgreSql,
+        settings,
+        name,
+    )
+    .unwrap()
+}
+
 impl Drop for PostgresServer {
     fn drop(&mut self) {
         let _ = Command::new("bash")
