@@ -135,7 +135,8 @@ bench: build
 	@bash scripts/postgres-stop.sh $(RUN_DIR)/bench-postgres >/dev/null 2>&1 || true
 	@port=$$(bash scripts/postgres-start.sh $(RUN_DIR)/bench-postgres) && \
 	  trap 'bash scripts/postgres-stop.sh $(RUN_DIR)/bench-postgres' EXIT && \
-	  DEADBOLT_POSTGRES_PORT=$$port $(RUN_PHP) bench/postgres.php
+	  DEADBOLT_POSTGRES_PORT=$$port $(RUN_PHP) bench/postgres.php && \
+	  DEADBOLT_POSTGRES_PORT=$$port $(RUN_PHP) bench/pdo.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
