@@ -23,6 +23,9 @@ use Symfony\Component\Lock\Store\MemcachedStore as SymfonyMemcachedStore;
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('memcached')]
 final class SymfonyMemcachedInteropTest extends DeadboltTestCase
 {
+    use SymfonyAcrossProcesses;
+    use SymfonyThroughTheBridge;
+
     private const SYMFONY_PROCESS = <<<'PHP'
         require getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
         $memcached = new Memcached();
@@ -99,39 +102,6 @@ final class SymfonyMemcachedInteropTest extends DeadboltTestCase
         $symfony->release();
     }
 
-    public function testDeadboltWaitsUntilSymfonyInAnotherProcessReleases(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $symfony = $this->spawnSymfony($resource, blocking: false);
-        $this->assertSame('holding', $symfony->readLine());
-        $deadbolt = $this->deadboltLock($resource);
-        $this->assertFalse($deadbolt->acquire(false));
-
-        $symfony->writeLine('release');
-        $this->assertTrue($deadbolt->acquire(true, timeout: 60.0));
-
-        $this->assertSame('released', $symfony->readLine());
-        $symfony->closeStdin();
-        $this->assertSame(0, $symfony->waitForExit(), $symfony->stderr());
-    }
-
-    public function testSymfonyInAnotherProcessWaitsUntilDeadboltReleases(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $deadbolt = $this->deadboltLock($resource);
-        $this->assertTrue($deadbolt->acquire());
-        $symfony = $this->spawnSymfony($resource, blocking: true);
-
-        $deadbolt->release();
-
-        $this->assertSame('holding', $symfony->readLine());
-        $this->assertFalse($this->deadboltLock($resource)->acquire(false), 'the symfony/lock process holds it now');
-        $symfony->writeLine('release');
-        $this->assertSame('released', $symfony->readLine());
-        $symfony->closeStdin();
-        $this->assertSame(0, $symfony->waitForExit(), $symfony->stderr());
-    }
-
     public function testAKilledDeadboltHoldersLockExpiresForSymfony(): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -152,23 +122,7 @@ final class SymfonyMemcachedInteropTest extends DeadboltTestCase
         $symfony->release();
     }
 
-    public function testSymfonysLockOnDeadboltsStoreThroughTheBridgeExcludesSymfonysOwnStore(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $bridged = \Deadbolt\Bridge\Symfony\StoreFactory::createStore('deadbolt+'.self::$server->dsn());
-        $this->assertInstanceOf(\Deadbolt\Bridge\Symfony\DeadboltStore::class, $bridged);
-        $onDeadbolt = (new SymfonyLockFactory($bridged))->createLock($resource, 30.0);
-        $native = $this->symfonyLock($resource);
-        $this->assertTrue($onDeadbolt->acquire());
-
-        $this->assertFalse($native->acquire(false));
-        $onDeadbolt->release();
-        $this->assertTrue($native->acquire(false));
-        $this->assertFalse($onDeadbolt->acquire(false));
-        $native->release();
-    }
-
-    private function spawnSymfony(string $resource, bool $blocking): PhpProcess
+    protected function spawnSymfony(string $resource, bool $blocking): PhpProcess
     {
         $process = PhpProcess::start(self::SYMFONY_PROCESS, ['resource' => $resource, 'blocking' => $blocking, 'port' => self::$server->port]);
         $this->assertSame('ready', $process->readLine());
@@ -176,12 +130,17 @@ final class SymfonyMemcachedInteropTest extends DeadboltTestCase
         return $process;
     }
 
-    private function symfonyLock(string $resource): SymfonyLock
+    protected function bridgedDsn(): string
+    {
+        return 'deadbolt+'.self::$server->dsn();
+    }
+
+    protected function symfonyLock(string $resource): SymfonyLock
     {
         return (new SymfonyLockFactory(new SymfonyMemcachedStore(self::$server->client())))->createLock($resource, 30.0);
     }
 
-    private function deadboltLock(string $resource): \Deadbolt\Lock
+    protected function deadboltLock(string $resource): \Deadbolt\Lock
     {
         return (new LockFactory(new MemcachedStore(self::$server->client())))->createLock($resource, 30.0);
     }

@@ -23,6 +23,9 @@ use Symfony\Component\Lock\Store\PostgreSqlStore as SymfonyPostgreSqlStore;
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_pgsql')]
 final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
 {
+    use SymfonyAcrossProcesses;
+    use SymfonyThroughTheBridge;
+
     private const SYMFONY_PROCESS = <<<'PHP'
         require getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
         $store = new Symfony\Component\Lock\Store\PostgreSqlStore($vars['dsn']);
@@ -93,46 +96,6 @@ final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
         $this->assertTrue($this->symfonyLock($resource)->acquire(false));
     }
 
-    public function testDeadboltWaitsInTheServerUntilSymfonyInAnotherProcessReleases(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $symfony = $this->spawnSymfony($resource, blocking: false);
-        $this->assertSame('holding', $symfony->readLine());
-        $deadbolt = $this->deadboltLock($resource);
-        $this->assertFalse($deadbolt->acquire(false));
-
-        $symfony->writeLine('release');
-        $this->assertTrue($deadbolt->acquire(true, timeout: 60.0));
-
-        $this->assertSame('released', $symfony->readLine());
-        $symfony->closeStdin();
-        $this->assertSame(0, $symfony->waitForExit(), $symfony->stderr());
-        $deadbolt->release();
-    }
-
-    public function testSymfonyInAnotherProcessWaitsUntilDeadboltReleases(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $deadbolt = $this->deadboltLock($resource);
-        $this->assertTrue($deadbolt->acquire());
-        $symfony = $this->spawnSymfony($resource, blocking: true);
-        // symfony/lock waits in the server's queue (pg_advisory_lock): its waiting session shows there.
-        $deadline = microtime(true) + 30.0;
-        while (['ExclusiveLock:false', 'ExclusiveLock:true'] !== self::$server->advisoryLocks($resource)) {
-            $this->assertLessThan($deadline, microtime(true), 'symfony/lock never queued');
-            usleep(20_000);
-        }
-
-        $deadbolt->release();
-
-        $this->assertSame('holding', $symfony->readLine());
-        $this->assertFalse($this->deadboltLock($resource)->acquire(false), 'the symfony/lock process holds it now');
-        $symfony->writeLine('release');
-        $this->assertSame('released', $symfony->readLine());
-        $symfony->closeStdin();
-        $this->assertSame(0, $symfony->waitForExit(), $symfony->stderr());
-    }
-
     public function testAKilledDeadboltHoldersLockIsFreedForSymfony(): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -153,23 +116,19 @@ final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
         $symfony->release();
     }
 
-    public function testSymfonysLockOnDeadboltsStoreThroughTheBridgeExcludesSymfonysOwnStore(): void
+    /**
+     * symfony/lock waits in the server's queue (pg_advisory_lock): its waiting session shows there.
+     */
+    protected function untilSymfonyWaits(PhpProcess $symfony, string $resource): void
     {
-        $resource = uniqid(__METHOD__, true);
-        $bridged = \Deadbolt\Bridge\Symfony\StoreFactory::createStore('deadbolt+pgsql+advisory:'.substr(self::$server->dsn(), \strlen('pgsql:')));
-        $this->assertInstanceOf(\Deadbolt\Bridge\Symfony\DeadboltStore::class, $bridged);
-        $onDeadbolt = (new SymfonyLockFactory($bridged))->createLock($resource, 30.0);
-        $native = $this->symfonyLock($resource);
-        $this->assertTrue($onDeadbolt->acquire());
-
-        $this->assertFalse($native->acquire(false));
-        $onDeadbolt->release();
-        $this->assertTrue($native->acquire(false));
-        $this->assertFalse($onDeadbolt->acquire(false));
-        $native->release();
+        $deadline = microtime(true) + 30.0;
+        while (['ExclusiveLock:false', 'ExclusiveLock:true'] !== self::$server->advisoryLocks($resource)) {
+            $this->assertLessThan($deadline, microtime(true), 'symfony/lock never queued');
+            usleep(20_000);
+        }
     }
 
-    private function spawnSymfony(string $resource, bool $blocking): PhpProcess
+    protected function spawnSymfony(string $resource, bool $blocking): PhpProcess
     {
         $process = PhpProcess::start(self::SYMFONY_PROCESS, ['resource' => $resource, 'blocking' => $blocking, 'dsn' => self::$server->dsn()]);
         $this->assertSame('ready', $process->readLine());
@@ -177,12 +136,17 @@ final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
         return $process;
     }
 
-    private function symfonyLock(string $resource): SymfonyLock
+    protected function bridgedDsn(): string
+    {
+        return 'deadbolt+pgsql+advisory:'.substr(self::$server->dsn(), \strlen('pgsql:'));
+    }
+
+    protected function symfonyLock(string $resource): SymfonyLock
     {
         return (new SymfonyLockFactory(new SymfonyPostgreSqlStore(self::$server->dsn())))->createLock($resource, 30.0);
     }
 
-    private function deadboltLock(string $resource): \Deadbolt\Lock
+    protected function deadboltLock(string $resource): \Deadbolt\Lock
     {
         return (new LockFactory(new PostgreSqlStore(self::$server->dsn())))->createLock($resource, 30.0);
     }

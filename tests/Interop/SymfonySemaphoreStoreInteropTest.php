@@ -26,6 +26,8 @@ use Symfony\Component\Lock\Store\SemaphoreStore as SymfonySemaphoreStore;
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('sysvsem')]
 final class SymfonySemaphoreStoreInteropTest extends DeadboltTestCase
 {
+    use SymfonyAcrossProcesses;
+
     private const SYMFONY_PROCESS = <<<'PHP'
         require getenv('DEADBOLT_SYMFONY_LOCK_AUTOLOAD') ?: '/usr/share/php/Symfony/Component/Lock/autoload.php';
         $lock = (new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\SemaphoreStore()))->createLock($vars['resource']);
@@ -88,43 +90,6 @@ final class SymfonySemaphoreStoreInteropTest extends DeadboltTestCase
         $symfony->release();
     }
 
-    public function testDeadboltWaitsInTheKernelUntilSymfonyInAnotherProcessReleases(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $symfony = $this->spawn(self::SYMFONY_PROCESS, ['resource' => $resource, 'blocking' => false]);
-        $this->assertSame('ready', $symfony->readLine());
-        $this->assertSame('holding', $symfony->readLine());
-        $deadbolt = $this->deadboltLock($resource);
-        $this->assertFalse($deadbolt->acquire(false));
-
-        $symfony->writeLine('release');
-        $this->assertTrue($deadbolt->acquire(true, timeout: 60.0));
-
-        $this->assertSame('released', $symfony->readLine());
-        $symfony->closeStdin();
-        $this->assertSame(0, $symfony->waitForExit(), $symfony->stderr());
-    }
-
-    public function testSymfonyInAnotherProcessWaitsUntilDeadboltReleases(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $deadbolt = $this->deadboltLock($resource);
-        $this->assertTrue($deadbolt->acquire());
-        $symfony = $this->spawn(self::SYMFONY_PROCESS, ['resource' => $resource, 'blocking' => true]);
-        $this->assertSame('ready', $symfony->readLine());
-        // Best effort: release once it sleeps in sem_acquire(); it must get the lock either way.
-        self::waitUntilSleeping($symfony->pid());
-
-        $deadbolt->release();
-
-        $this->assertSame('holding', $symfony->readLine());
-        $this->assertFalse($this->deadboltLock($resource)->acquire(false), 'the symfony/lock process holds it now');
-        $symfony->writeLine('release');
-        $this->assertSame('released', $symfony->readLine());
-        $symfony->closeStdin();
-        $this->assertSame(0, $symfony->waitForExit(), $symfony->stderr());
-    }
-
     public function testAKilledDeadboltHolderFreesTheLockForSymfony(): void
     {
         $resource = uniqid(__METHOD__, true);
@@ -144,12 +109,28 @@ final class SymfonySemaphoreStoreInteropTest extends DeadboltTestCase
         $symfony->release();
     }
 
+    protected function spawnSymfony(string $resource, bool $blocking): PhpProcess
+    {
+        $symfony = $this->spawn(self::SYMFONY_PROCESS, ['resource' => $resource, 'blocking' => $blocking]);
+        $this->assertSame('ready', $symfony->readLine());
+
+        return $symfony;
+    }
+
+    /**
+     * Best effort: once it sleeps in sem_acquire(); it must get the lock either way.
+     */
+    protected function untilSymfonyWaits(PhpProcess $symfony, string $resource): void
+    {
+        self::waitUntilSleeping($symfony->pid());
+    }
+
     private function symfonyLock(string $resource): SymfonyLock
     {
         return (new SymfonyLockFactory(new SymfonySemaphoreStore()))->createLock($resource);
     }
 
-    private function deadboltLock(string $resource): \Deadbolt\Lock
+    protected function deadboltLock(string $resource): \Deadbolt\Lock
     {
         return (new LockFactory(new SemaphoreStore(self::keyHash())))->createLock($resource);
     }
