@@ -12,7 +12,6 @@ use Deadbolt\Key;
 use Deadbolt\LockFactory;
 use Deadbolt\Store\MemcachedStore;
 use Deadbolt\Store\StoreFactory;
-use Deadbolt\Tests\Support\Channel;
 use Deadbolt\Tests\Support\MemcachedServer;
 
 /**
@@ -27,6 +26,8 @@ use Deadbolt\Tests\Support\MemcachedServer;
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
 final class MemcachedStoreTest extends StoreContractTestCase
 {
+    use ExpiringExclusiveStoreTestTrait;
+
     private static ?MemcachedServer $server = null;
 
     public static function setUpBeforeClass(): void
@@ -42,16 +43,6 @@ final class MemcachedStoreTest extends StoreContractTestCase
     protected function getStore(): object
     {
         return new MemcachedStore(self::$server->dsn());
-    }
-
-    public function testReadLocksAreExclusive(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $store->saveRead(new Key($resource));
-
-        $this->expectException(LockConflictedException::class);
-        $store->saveRead(new Key($resource));
     }
 
     public function testSaveGivesTheKeyTheInitialTtl(): void
@@ -78,26 +69,6 @@ final class MemcachedStoreTest extends StoreContractTestCase
         $this->assertFalse($memcached->get($resource));
     }
 
-    public function testAnExpiredLockIsFreeAndItsHolderSeesItLost(): void
-    {
-        $factory = new LockFactory($this->getStore());
-        $resource = uniqid(__METHOD__, true);
-        $lock = $factory->createLock($resource, 1.0);
-        $this->assertTrue($lock->acquire());
-
-        $rival = $factory->createLock($resource, 30.0);
-        // memcached counts whole seconds; the rival polls until the item is gone.
-        $this->assertTrue($rival->acquire(true, timeout: 30.0));
-
-        $this->assertFalse($lock->isAcquired());
-        try {
-            $lock->refresh(30.0);
-            $this->fail('A refresh revived a lost lock.');
-        } catch (LockConflictedException) {
-        }
-        $this->assertTrue($rival->isAcquired(), 'the refresh left the new holder alone');
-    }
-
     public function testTheRefresherKeepsALockPastItsTtl(): void
     {
         $factory = new LockFactory($this->getStore());
@@ -112,45 +83,6 @@ final class MemcachedStoreTest extends StoreContractTestCase
         $this->assertTrue($lock->isAcquired());
         $lock->release();
         $this->assertTrue($factory->createLock($resource)->acquire());
-    }
-
-    public function testAKilledHoldersLockEndsWithItsTtl(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $child = $this->fork(function (Channel $parent) use ($resource): void {
-            $lock = (new LockFactory(new MemcachedStore(self::$server->dsn())))->createLock($resource, 2.0);
-            $parent->send($lock->acquire() ? 'holding' : 'refused');
-            $parent->receive(600.0);
-        });
-        $this->assertSame('holding', $child->receive());
-        $lock = (new LockFactory($store))->createLock($resource);
-        $this->assertFalse($lock->acquire());
-
-        $child->kill();
-
-        $this->assertTrue($lock->acquire(true, timeout: 30.0), 'the dead holder\'s item expired');
-    }
-
-    public function testAForkedChildOfTheHolderLeavesTheLockWithItsParentAndHasItsOwnConnection(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $lock = (new LockFactory($store))->createLock($resource);
-        $this->assertTrue($lock->acquire());
-
-        $child = $this->fork(function (Channel $parent) use ($lock, $store, $resource): void {
-            $held = $lock->isAcquired() ? 'inherited a hold' : 'holds nothing';
-            // The store the child inherited works on a connection of the child's own.
-            $own = (new LockFactory($store))->createLock($resource.'-child');
-            $parent->send($held.', '.($own->acquire() ? 'took its own' : 'could not take its own'));
-            $own->release();
-        });
-        $this->assertSame('holds nothing, took its own', $child->receive());
-        $child->wait();
-
-        $this->assertTrue($lock->isAcquired());
-        $this->assertFalse((new LockFactory($this->getStore()))->createLock($resource)->acquire());
     }
 
     public function testAServerRestartIsSeenAsALostLock(): void

@@ -6,13 +6,11 @@ namespace Deadbolt\Tests\Store;
 
 use Deadbolt\Exception\InvalidArgumentException;
 use Deadbolt\Exception\InvalidTtlException;
-use Deadbolt\Exception\LockConflictedException;
 use Deadbolt\Exception\LockStorageException;
 use Deadbolt\Key;
 use Deadbolt\LockFactory;
 use Deadbolt\Store\PdoStore;
 use Deadbolt\Store\StoreFactory;
-use Deadbolt\Tests\Support\Channel;
 
 /**
  * PdoStore on one database (each subclass: SQLite, PostgreSQL, MariaDB): the store contract for exclusive locks,
@@ -25,6 +23,8 @@ use Deadbolt\Tests\Support\Channel;
  */
 abstract class PdoStoreTestCase extends StoreContractTestCase
 {
+    use ExpiringExclusiveStoreTestTrait;
+
     /**
      * The DSN of the database under test.
      */
@@ -41,16 +41,6 @@ abstract class PdoStoreTestCase extends StoreContractTestCase
     protected function getStore(): object
     {
         return new PdoStore(static::dsn());
-    }
-
-    public function testReadLocksAreExclusive(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $store->saveRead(new Key($resource));
-
-        $this->expectException(LockConflictedException::class);
-        $store->saveRead(new Key($resource));
     }
 
     public function testALockIsSymfonysRowInTheLockTable(): void
@@ -80,34 +70,6 @@ abstract class PdoStoreTestCase extends StoreContractTestCase
         $this->assertLessThanOrEqual(60.0, $key->getRemainingLifetime());
     }
 
-    public function testAnExpiredLockIsFreeAndARefreshNeverRevivesIt(): void
-    {
-        $factory = new LockFactory($this->getStore());
-        $resource = uniqid(__METHOD__, true);
-        $lock = $factory->createLock($resource, 1.0);
-        $this->assertTrue($lock->acquire());
-
-        $rival = $factory->createLock($resource, 30.0);
-        // The table counts whole seconds; the rival polls until the row has expired.
-        $this->assertTrue($rival->acquire(true, timeout: 30.0));
-        $this->assertFalse($lock->isAcquired());
-        try {
-            $lock->refresh(30.0);
-            $this->fail('A refresh revived a lost lock.');
-        } catch (LockConflictedException) {
-        }
-        $this->assertTrue($rival->isAcquired(), 'the refresh left the new holder alone');
-        $rival->release();
-
-        // Expired and taken by no one: still not revived (someone may have held it meanwhile).
-        $lock = $factory->createLock($resource, 1.0);
-        $this->assertTrue($lock->acquire());
-        $this->assertTrue($factory->createLock($resource)->acquire(true, timeout: 30.0));
-        $factory->createLock($resource)->release();
-        $this->expectException(LockConflictedException::class);
-        $lock->refresh(30.0);
-    }
-
     public function testTheRefresherCannotReachTheApplicationsPdoAndSaysSo(): void
     {
         try {
@@ -116,44 +78,6 @@ abstract class PdoStoreTestCase extends StoreContractTestCase
         } catch (InvalidArgumentException $e) {
             $this->assertStringContainsString('autoRefresh needs a store the refresher can reach without PHP', $e->getMessage());
         }
-    }
-
-    public function testAKilledHoldersLockEndsWithItsTtl(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $child = $this->fork(function (Channel $parent) use ($resource): void {
-            $lock = (new LockFactory(new PdoStore(static::dsn())))->createLock($resource, 2.0);
-            $parent->send($lock->acquire() ? 'holding' : 'refused');
-            $parent->receive(600.0);
-        });
-        $this->assertSame('holding', $child->receive());
-        $lock = (new LockFactory($this->getStore()))->createLock($resource);
-        $this->assertFalse($lock->acquire());
-
-        $child->kill();
-
-        $this->assertTrue($lock->acquire(true, timeout: 30.0), 'the dead holder\'s row expired');
-    }
-
-    public function testAForkedChildOfTheHolderLeavesTheLockWithItsParentAndConnectsOnItsOwn(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $lock = (new LockFactory($store))->createLock($resource);
-        $this->assertTrue($lock->acquire());
-
-        $child = $this->fork(function (Channel $parent) use ($lock, $store, $resource): void {
-            $held = $lock->isAcquired() ? 'inherited a hold' : 'holds nothing';
-            $own = (new LockFactory($store))->createLock($resource.'-child');
-            $parent->send($held.', '.($own->acquire() ? 'took its own' : 'could not take its own'));
-            $own->release();
-        });
-        $this->assertSame('holds nothing, took its own', $child->receive());
-        $child->wait();
-
-        $this->assertTrue($lock->isAcquired());
-        $this->assertFalse((new LockFactory($this->getStore()))->createLock($resource)->acquire());
-        $lock->release();
     }
 
     public function testTheApplicationsPdoKeepsTheLocksInItsDatabase(): void
