@@ -23,6 +23,8 @@ use crate::zend_object::{take_pending_exception, ParkedException};
 pub(crate) const ATTR_ERRMODE: i64 = 3;
 pub(crate) const ERRMODE_EXCEPTION: i64 = 2;
 pub(crate) const ATTR_DRIVER_NAME: i64 = 16;
+/// `\PDO::FETCH_NUM`.
+const FETCH_NUM: i64 = 3;
 
 /// How to make a `\PDO` from a DSN (symfony/lock's `db_username`, `db_password`,
 /// `db_connection_options`).
@@ -162,6 +164,8 @@ impl PdoConnection {
             Err(Failure::Sql(failure))
                 if matches!(self.source, Source::Dsn(..)) && connection_lost(&failure) =>
             {
+                // Its statements first: they keep the \PDO (and its socket) alive.
+                self.prepared.borrow_mut().clear();
                 if let Source::Dsn(_, current) = &self.source {
                     current.borrow_mut().take();
                 }
@@ -297,6 +301,24 @@ impl TableConnection for PdoConnection {
         let _ = self.call(&statement, "closeCursor", vec![]);
         let first = first?;
         Ok(!(first.is_false() || first.is_null()))
+    }
+
+    fn first_row(&self, sql: &str, params: &[&str]) -> Result<Option<Vec<String>>, Failure> {
+        let statement = self.run(sql, params)?;
+        let row = self.call(&statement, "fetch", vec![&FETCH_NUM]);
+        let _ = self.call(&statement, "closeCursor", vec![]);
+        let row = row?;
+        Ok(row.array().map(|values| {
+            values
+                .values()
+                .map(|value| {
+                    value
+                        .string()
+                        .or_else(|| value.long().map(|n| n.to_string()))
+                        .unwrap_or_default()
+                })
+                .collect()
+        }))
     }
 
     fn in_transaction(&self) -> bool {

@@ -6,7 +6,11 @@
 
 mod support;
 
-use deadbolt_core::{table_key_id, Error, ExpiringStore, Key, Mode, Store, Table, Ttl};
+use std::time::SystemTime;
+
+use deadbolt_core::{
+    table_key_id, Error, ExpiringStore, InspectingStore, Key, Mode, Store, Table, Ttl,
+};
 use support::{table_store, table_store_on, unique, PostgresServer};
 
 fn ttl(secs: f64) -> Ttl {
@@ -184,6 +188,40 @@ fn a_restart_keeps_a_committed_row_and_a_lost_row_is_a_lost_lock() {
         .put_off_expiration(&mut key, ttl(60.0))
         .unwrap_err()
         .is_conflict());
+}
+
+#[test]
+fn an_operator_sees_the_unexpired_rows_holder_and_can_release_it() {
+    let server = PostgresServer::start();
+    let store = table_store(&server);
+    let resource = unique("inspected");
+    let mut key = Key::new(resource.clone());
+    store
+        .save(&mut key, Mode::Exclusive, Some(ttl(60.0)))
+        .unwrap();
+
+    let state = store.inspect(resource.as_bytes()).unwrap();
+    assert_eq!(state.holders.len(), 1);
+    let holder = &state.holders[0];
+    assert_eq!(holder.token_digest, digest_of(&key));
+    let left = holder
+        .expires_at
+        .unwrap()
+        .duration_since(SystemTime::now())
+        .unwrap();
+    assert!(left.as_secs() >= 59, "{left:?}");
+    assert_eq!(store.force_release(resource.as_bytes()).unwrap(), 1);
+    assert!(!store.exists(&key).unwrap());
+    assert!(store
+        .inspect(resource.as_bytes())
+        .unwrap()
+        .holders
+        .is_empty());
+    assert_eq!(store.force_release(resource.as_bytes()).unwrap(), 0);
+}
+
+fn digest_of(key: &Key) -> String {
+    deadbolt_core::token_digest(key.token().unwrap().as_str())
 }
 
 #[test]

@@ -94,4 +94,21 @@ trait ExpiringExclusiveStoreTestTrait
         $this->assertFalse((new LockFactory($this->getStore()))->createLock($resource)->acquire());
         $lock->release();
     }
+
+    public function testAnOperatorSeesTheHolderAndCanReleaseIt(): void
+    {
+        $store = $this->getStore();
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory($store))->createLock($resource, 60.0);
+        $this->assertTrue($lock->acquire());
+
+        $state = $store->inspect($resource);
+        $this->assertTrue($state->isHeld());
+        $this->assertCount(1, $state->getHolders());
+        $this->assertGreaterThan(time(), $state->getHolders()[0]->getExpiresAt(), 'when the store lets it expire');
+        $this->assertSame(1, $store->forceRelease($resource));
+        $this->assertFalse($lock->isAcquired());
+        $this->assertFalse($store->inspect($resource)->isHeld());
+        $this->assertSame(0, $store->forceRelease($resource), 'nothing held, nothing released');
+    }
 }

@@ -175,19 +175,6 @@ final class MemcachedStoreTest extends StoreContractTestCase
         $byClient->save(new Key($resource));
     }
 
-    public function testAnOperatorSeesTheHolderAndCanReleaseIt(): void
-    {
-        $store = $this->getStore();
-        $resource = uniqid(__METHOD__, true);
-        $lock = (new LockFactory($store))->createLock($resource);
-        $this->assertTrue($lock->acquire());
-
-        $state = $store->inspect($resource);
-        $this->assertCount(1, $state->getHolders());
-        $this->assertSame(1, $store->forceRelease($resource));
-        $this->assertFalse($lock->isAcquired());
-    }
-
     /**
      * isAcquired() after the server came back: the first call may meet the dead connection (a storage failure,
      * never "held"); the next one has a new connection.

@@ -288,8 +288,7 @@ pub fn inspecting(store: &dyn Store) -> Result<&dyn InspectingStore> {
     store.capabilities().inspecting.ok_or_else(|| {
         Error::invalid_argument(format!(
             "{} cannot tell who holds a lock or release it for an operator (a store written in \
-             PHP keeps its own records; PostgreSQL shows its sessions' locks in pg_locks; a \
-             PdoStore's locks are the rows of its table). \
+             PHP keeps its own records; PostgreSQL shows its sessions' locks in pg_locks). \
              Inspect its storage directly, or use a FlockStore, \
              RedisStore, InMemoryStore or a CombinedStore of those.",
             store.name()

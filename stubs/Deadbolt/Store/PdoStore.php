@@ -37,7 +37,7 @@ use Deadbolt\Key;
  * - Fork: a forked child never talks on, nor closes, its parent's connection of this store (PHP frees the child's
  *   copy of the parent's \PDO when the child ends: its socket is /dev/null there).
  * - Waits poll (90-110 ms apart): a table tells no one of a release. Read locks are exclusive (a row has one token).
- *   No fencing tokens (the shared table has no column for them).
+ *   No fencing tokens (the shared table has no column for them). inspect() and forceRelease() read and delete the row.
  * - A server restart keeps a committed row: its holder still holds it afterwards. A row the database lost (a
  *   failover to a replica behind, asynchronous commit and a crash, a restore) is a lost lock at its holder's next call.
  */
@@ -146,7 +146,8 @@ final class PdoStore implements BlockingStoreInterface
     }
 
     /**
-     * Not offered by this store: throws InvalidArgumentException (the lock table shows holders to an operator).
+     * Who holds $resource (an operator's view): its unexpired row's holder, by its token's digest, and when the row
+     * expires (the table records nothing more of who). No one waits in a table.
      */
     public function inspect(string $resource): \Deadbolt\LockState
     {
@@ -154,7 +155,8 @@ final class PdoStore implements BlockingStoreInterface
     }
 
     /**
-     * Not offered by this store: throws InvalidArgumentException (deleting a row releases a lock).
+     * Releases $resource whoever holds it (deletes its unexpired row): 1, or 0 when no one held it. The holder finds
+     * the lock lost at its next call.
      */
     public function forceRelease(string $resource): int
     {

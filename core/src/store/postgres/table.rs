@@ -227,10 +227,49 @@ impl TableConnection for Inner {
         })
     }
 
+    fn first_row(
+        &self,
+        sql: &str,
+        params: &[&str],
+    ) -> std::result::Result<Option<Vec<String>>, Failure> {
+        self.with(|session, limit| {
+            let statement = match session.statement(sql, limit) {
+                Some(prepared) => prepared.map_err(|e| self.failed(e))?,
+                None => return Err(self.late(session, limit)),
+            };
+            let values = typed(&statement, params);
+            let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v as _).collect();
+            match within(
+                &session.runtime,
+                limit,
+                session.client.query_opt(&statement, &refs),
+            ) {
+                Some(result) => result
+                    .map(|row| row.map(|row| texts(&row)))
+                    .map_err(|e| self.failed(e)),
+                None => Err(self.late(session, limit)),
+            }
+        })
+    }
+
     /// A session of Deadbolt's own never runs the application's transactions.
     fn in_transaction(&self) -> bool {
         false
     }
+}
+
+/// A row's values as text: the lock table's are text and integers.
+fn texts(row: &tokio_postgres::Row) -> Vec<String> {
+    (0..row.len())
+        .map(|i| {
+            match *row.columns()[i].type_() {
+                Type::INT4 => row.get::<_, Option<i32>>(i).map(|n| n.to_string()),
+                Type::INT8 => row.get::<_, Option<i64>>(i).map(|n| n.to_string()),
+                _ => row.get::<_, Option<String>>(i),
+            }
+            .unwrap_or_default()
+        })
+        .collect()
 }
 
 impl TableConnection for PostgresTable {
@@ -240,6 +279,14 @@ impl TableConnection for PostgresTable {
 
     fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
         self.inner.returns_row(sql, params)
+    }
+
+    fn first_row(
+        &self,
+        sql: &str,
+        params: &[&str],
+    ) -> std::result::Result<Option<Vec<String>>, Failure> {
+        self.inner.first_row(sql, params)
     }
 
     fn in_transaction(&self) -> bool {

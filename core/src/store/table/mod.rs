@@ -33,7 +33,12 @@ use sha2::{Digest, Sha256};
 
 pub use sql::{Dialect, SqlFailure, Statements, Table};
 
-use crate::store::{expired_on_refresh, expired_on_save, Capabilities, ExpiringStore, Mode, Store};
+use std::time::{Duration, SystemTime};
+
+use crate::holder::{self, Holder, LockState, Origin};
+use crate::store::{
+    expired_on_refresh, expired_on_save, Capabilities, ExpiringStore, InspectingStore, Mode, Store,
+};
 use crate::{Error, Key, Result, Ttl};
 
 /// How a statement failed.
@@ -60,6 +65,16 @@ pub trait TableConnection {
     /// [`Failure`] when the query failed.
     fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure>;
 
+    /// Runs a query; its first row's values as text (`None`: no row; a NULL is empty).
+    ///
+    /// # Errors
+    /// [`Failure`] when the query failed.
+    fn first_row(
+        &self,
+        sql: &str,
+        params: &[&str],
+    ) -> std::result::Result<Option<Vec<String>>, Failure>;
+
     /// Whether the session is inside a transaction (the table is then never created).
     fn in_transaction(&self) -> bool;
 
@@ -77,6 +92,14 @@ impl<C: TableConnection + ?Sized> TableConnection for Box<C> {
 
     fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
         (**self).returns_row(sql, params)
+    }
+
+    fn first_row(
+        &self,
+        sql: &str,
+        params: &[&str],
+    ) -> std::result::Result<Option<Vec<String>>, Failure> {
+        (**self).first_row(sql, params)
     }
 
     fn in_transaction(&self) -> bool {
@@ -379,8 +402,50 @@ impl<C: TableConnection> Store for TableStore<C> {
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities {
             expiring: Some(self),
+            inspecting: Some(self),
             ..Capabilities::default()
         }
+    }
+}
+
+/// The holder of a resource is its unexpired row: its token's digest and when it expires (the
+/// table records nothing else of who); no one waits in a table.
+impl<C: TableConnection> InspectingStore for TableStore<C> {
+    fn inspect(&self, resource: &[u8]) -> Result<LockState> {
+        let key = Key::new(resource.to_vec());
+        let row = match self
+            .connection
+            .first_row(&self.sql.holder, &[&key_id(resource)])
+        {
+            Ok(row) => row,
+            Err(failure) if self.table_missing(&failure) => None,
+            Err(failure) => return Err(self.failed("read", Some(&key), failure)),
+        };
+        let Some([token, left]) = row.as_deref() else {
+            return Ok(LockState::default());
+        };
+        let left = left.trim().parse::<u64>().unwrap_or(0);
+        Ok(LockState {
+            holders: vec![Holder {
+                token_digest: holder::digest(token),
+                mode: Mode::Exclusive,
+                origin: Origin::default(),
+                acquired_at: None,
+                expires_at: Some(SystemTime::now() + Duration::from_secs(left)),
+            }],
+            waiters: Vec::new(),
+        })
+    }
+
+    fn force_release(&self, resource: &[u8]) -> Result<usize> {
+        let key = Key::new(resource.to_vec());
+        let removed = self.change(
+            &self.sql.force_delete,
+            &[&key_id(resource)],
+            "release",
+            &key,
+        )?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
     }
 }
 

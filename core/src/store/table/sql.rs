@@ -149,6 +149,10 @@ pub struct Statements {
     pub delete: String,
     /// One row when this token holds an unexpired row: `id, token`.
     pub exists: String,
+    /// The holder's token and the seconds its row has left, by the database's clock: `id`.
+    pub holder: String,
+    /// Removes the row whoever holds it (an operator's release): `id`.
+    pub force_delete: String,
     /// Removes every expired row (symfony/lock's random prune).
     pub prune: String,
     /// The table, as symfony/lock's `createTable()` makes it.
@@ -193,6 +197,11 @@ impl Statements {
             exists: format!(
                 "SELECT 1 FROM {name} WHERE {id} = ? AND {token} = ? AND {expiration} > {now}"
             ),
+            holder: format!(
+                "SELECT {token}, {expiration} - {now} FROM {name} WHERE {id} = ? AND \
+                 {expiration} > {now}"
+            ),
+            force_delete: format!("DELETE FROM {name} WHERE {id} = ? AND {expiration} > {now}"),
             prune: format!("DELETE FROM {name} WHERE {expiration} <= {now}"),
             create: create_table(table, dialect),
         }
