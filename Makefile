@@ -58,8 +58,10 @@ lint:
 build-tests: deps
 	PHP=$$(bash scripts/php-binary.sh) cargo test --workspace --locked --no-run
 
+# RUST_TESTS=engine: the engine's and the command's tests only (no PHP in them): make test-debian13 runs the host's
+# test build of them against Debian 13's servers, instead of building them again.
 test-rust:
-	PHP=$$(bash scripts/php-binary.sh) cargo test --workspace --locked
+	PHP=$$(bash scripts/php-binary.sh) cargo test $(if $(filter engine,$(RUST_TESTS)),-p deadbolt-core -p deadbolt-cli,--workspace) --locked
 
 # Private servers on free loopback ports live exactly as long as the PHP suites (scripts/test-php.sh).
 test-php:
