@@ -54,14 +54,18 @@ lint:
 	@php=$$(bash scripts/php-binary.sh); for f in $$(find stubs examples bench tests php -name '*.php' 2>/dev/null); do \
 	  $$php -n -l $$f >/dev/null || exit 1; done
 
-# The engine's tests compiled, not run (.ci/run does it before its lanes: Debian 13's test build starts from it).
-build-tests: deps
-	PHP=$$(bash scripts/php-binary.sh) cargo test --workspace --locked --no-run
+# The Rust tests: the engine's (core) and the command's (cli). The extension crate has none of its own (its
+# behaviour is tested from PHP; clippy checks its code in every target), so its test build, against one PHP's
+# headers, is not made: the engine's test build is the same on every platform of one compiler, and make
+# test-debian13 runs the host's against Debian 13's servers.
+ENGINE_CRATES := -p deadbolt-core -p deadbolt-cli
 
-# RUST_TESTS=engine: the engine's and the command's tests only (no PHP in them): make test-debian13 runs the host's
-# test build of them against Debian 13's servers, instead of building them again.
+# The engine's tests compiled, not run (.ci/run does it before its lanes, and the Debian 13 lane runs them).
+build-tests: deps
+	cargo test $(ENGINE_CRATES) --locked --no-run
+
 test-rust:
-	PHP=$$(bash scripts/php-binary.sh) cargo test $(if $(filter engine,$(RUST_TESTS)),-p deadbolt-core -p deadbolt-cli,--workspace) --locked
+	cargo test $(ENGINE_CRATES) --locked
 
 # Private servers on free loopback ports live exactly as long as the PHP suites (scripts/test-php.sh).
 test-php:
