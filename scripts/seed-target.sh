@@ -5,25 +5,23 @@
 # bind-mounted into the roots at its own path) with the same flags, so their compiled form is reused as it is; Cargo
 # still rebuilds whatever its fingerprints find changed.
 #
-#   scripts/seed-target.sh [--tests] TARGET_DIR [FROM]
-#       copies FROM/release (default FROM: target, the host's build) to TARGET_DIR/release, once; --tests also
-#       FROM/debug, the engine's test build (make build-tests), to TARGET_DIR/debug
+#   scripts/seed-target.sh TARGET_DIR [FROM]
+#       copies FROM/release (default FROM: target, the host's build) to TARGET_DIR/release, once (the engine's test
+#       build needs no copy: Debian 13 runs the host's, make test-rust)
 #
-# Does nothing for a profile TARGET_DIR already has (its own build, kept between runs) or FROM has not built (the
+# Does nothing when TARGET_DIR already has a release build (its own, kept between runs) or FROM has none (the
 # build then compiles everything, as it would without this script). .ci/run builds on the host before its lanes, so
 # every lane finds one. Why: on CI's two cores a from-scratch build of every crate is about four CPU-minutes, and
 # the lanes share those cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$HOME/.cargo/bin:$PATH
-profiles=(release)
-if [ "${1:-}" = --tests ]; then profiles+=(debug); shift; fi
-dest=${1:?usage: seed-target.sh [--tests] TARGET_DIR [FROM]}
+dest=${1:?usage: seed-target.sh TARGET_DIR [FROM]}
 from=${2:-$PWD/target}
 
-# seed DIR CLEAN_FLAG: FROM/DIR to TARGET_DIR/DIR when only FROM has it (FROM/DIR/.fingerprint says a build ran).
+# FROM/release to TARGET_DIR/release when only FROM has it (FROM/release/.fingerprint says a build ran).
 seed() {
-  local dir=$1 flag=$2
+  local dir=release
   [ -d "$from/$dir/.fingerprint" ] && [ ! -d "$dest/$dir" ] || return 0
   mkdir -p "$dest"
   rm -rf "$dest/$dir.tmp"
@@ -32,12 +30,7 @@ seed() {
   # ext-php-rs reads PHP's headers when it is built, and its build script reruns only when $PHP, $PHP_CONFIG or
   # $PATH change: the same /usr/bin/php in a root with another PHP would keep the host's bindings. So it is
   # removed, and with it Deadbolt's own crates, which are built on each platform from scratch.
-  CARGO_TARGET_DIR=$dest cargo clean $flag --locked --quiet -p ext-php-rs -p deadbolt -p deadbolt-core -p deadbolt-cli
+  CARGO_TARGET_DIR=$dest cargo clean --release --locked --quiet -p ext-php-rs -p deadbolt -p deadbolt-core -p deadbolt-cli
   echo "seed-target: $dest/$dir starts from $from/$dir (third-party crates only)"
 }
-for profile in "${profiles[@]}"; do
-  case $profile in
-    release) seed release --release ;;
-    debug) seed debug "" ;;
-  esac
-done
+seed
