@@ -188,8 +188,23 @@ fn typed(statement: &Statement, params: &[&str]) -> Vec<Box<dyn ToSql + Sync + S
         .collect()
 }
 
-impl TableConnection for Inner {
-    fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure> {
+/// What a statement is run for.
+enum Answer {
+    /// The rows it changed.
+    Changed(u64),
+    /// Its first row, as text.
+    Row(Option<Vec<String>>),
+}
+
+impl Inner {
+    /// Runs `sql` with `params` on the session: for the rows it changes when `changes`, else for its
+    /// first row.
+    fn run(
+        &self,
+        sql: &str,
+        params: &[&str],
+        changes: bool,
+    ) -> std::result::Result<Answer, Failure> {
         self.with(|session, limit| {
             let statement = match session.statement(sql, limit) {
                 Some(prepared) => prepared.map_err(|e| self.failed(e))?,
@@ -197,34 +212,32 @@ impl TableConnection for Inner {
             };
             let values = typed(&statement, params);
             let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v as _).collect();
-            match within(
-                &session.runtime,
-                limit,
-                session.client.execute(&statement, &refs),
-            ) {
+            let (runtime, client) = (&session.runtime, &session.client);
+            let answer = if changes {
+                within(runtime, limit, client.execute(&statement, &refs))
+                    .map(|result| result.map(Answer::Changed))
+            } else {
+                within(runtime, limit, client.query_opt(&statement, &refs))
+                    .map(|result| result.map(|row| Answer::Row(row.map(|row| texts(&row)))))
+            };
+            match answer {
                 Some(result) => result.map_err(|e| self.failed(e)),
                 None => Err(self.late(session, limit)),
             }
         })
     }
+}
+
+impl TableConnection for Inner {
+    fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure> {
+        match self.run(sql, params, true)? {
+            Answer::Changed(changed) => Ok(changed),
+            Answer::Row(_) => Ok(0),
+        }
+    }
 
     fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
-        self.with(|session, limit| {
-            let statement = match session.statement(sql, limit) {
-                Some(prepared) => prepared.map_err(|e| self.failed(e))?,
-                None => return Err(self.late(session, limit)),
-            };
-            let values = typed(&statement, params);
-            let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v as _).collect();
-            match within(
-                &session.runtime,
-                limit,
-                session.client.query_opt(&statement, &refs),
-            ) {
-                Some(result) => result.map(|row| row.is_some()).map_err(|e| self.failed(e)),
-                None => Err(self.late(session, limit)),
-            }
-        })
+        self.first_row(sql, params).map(|row| row.is_some())
     }
 
     fn first_row(
@@ -232,24 +245,10 @@ impl TableConnection for Inner {
         sql: &str,
         params: &[&str],
     ) -> std::result::Result<Option<Vec<String>>, Failure> {
-        self.with(|session, limit| {
-            let statement = match session.statement(sql, limit) {
-                Some(prepared) => prepared.map_err(|e| self.failed(e))?,
-                None => return Err(self.late(session, limit)),
-            };
-            let values = typed(&statement, params);
-            let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v as _).collect();
-            match within(
-                &session.runtime,
-                limit,
-                session.client.query_opt(&statement, &refs),
-            ) {
-                Some(result) => result
-                    .map(|row| row.map(|row| texts(&row)))
-                    .map_err(|e| self.failed(e)),
-                None => Err(self.late(session, limit)),
-            }
-        })
+        match self.run(sql, params, false)? {
+            Answer::Row(row) => Ok(row),
+            Answer::Changed(_) => Ok(None),
+        }
     }
 
     /// A session of Deadbolt's own never runs the application's transactions.
