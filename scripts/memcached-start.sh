@@ -2,15 +2,15 @@
 # Starts a private memcached on a free loopback port (no UDP, 16 MB) for the tests and benchmarks and prints its port.
 # Usage: scripts/memcached-start.sh DIR   (its pidfile goes to DIR; stop with memcached-stop.sh DIR)
 set -euo pipefail
+source "$(dirname "$0")/lib/free-port.sh"
 dir=${1:?usage: memcached-start.sh DIR}
 php=$(bash "$(dirname "$0")/php-binary.sh")
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 user=(); [ "$(id -u)" -eq 0 ] && user=(-u root)   # memcached refuses root unless told which user to be
-# Ask the kernel for a free port; the tiny window before the server binds it is retried below.
+# A free port (scripts/lib/free-port.sh); one lost before the server binds it is tried again.
 for attempt in 1 2 3 4 5; do
-  port=$("$php" -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);
-    echo substr($n, strrpos($n, ":") + 1);')
+  port=$(free_port "$php")
   memcached -l 127.0.0.1 -p "$port" -U 0 -m 16 "${user[@]}" -d -P "$dir/memcached.pid"
   for _ in $(seq 1 50); do
     if "$php" -n -r '$s = @stream_socket_client("tcp://127.0.0.1:'"$port"'", $e, $m, 0.5); if (!$s) exit(1);

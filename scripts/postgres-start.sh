@@ -6,6 +6,7 @@
 # by that user (under /tmp, say).
 # Usage: scripts/postgres-start.sh DIR   (stop with postgres-stop.sh DIR)
 set -euo pipefail
+source "$(dirname "$0")/lib/free-port.sh"
 dir=${1:?usage: postgres-start.sh DIR}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/postgres" ] || { echo "postgres-start: PostgreSQL is not installed (make test installs it)" >&2; exit 1; }
@@ -31,10 +32,9 @@ if [ -f "$dir/port" ]; then
   echo "$port"
   exit 0
 fi
-# Ask the kernel for a free port; the tiny window before the server binds it is retried.
+# A free port (scripts/lib/free-port.sh); one lost before the server binds it is tried again.
 for attempt in 1 2 3 4 5; do
-  port=$("$php" -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);
-    echo substr($n, strrpos($n, ":") + 1);')
+  port=$(free_port "$php")
   if start "$port"; then
     echo "$port" > "$dir/port"
     echo "$port"

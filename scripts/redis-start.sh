@@ -4,6 +4,7 @@
 # Usage: scripts/redis-start.sh DIR [redis-server options...]   (pidfile, log and socket go to DIR; stop with
 # redis-stop.sh DIR; the options follow the defaults, e.g. --cluster-enabled yes)
 set -euo pipefail
+source "$(dirname "$0")/lib/free-port.sh"
 dir=${1:?usage: redis-start.sh DIR [redis-server options...]}
 shift
 server=${DEADBOLT_REDIS_SERVER:-redis-server}
@@ -16,10 +17,9 @@ dir=$(cd "$dir" && pwd)   # redis-server changes into --dir before it opens the 
 # play. These servers never save (--save "", no AOF), so the warning is waived there.
 arm64=()
 [ "$(uname -m)" = aarch64 ] && arm64=(--ignore-warnings ARM64-COW-BUG)
-# Ask the kernel for a free port; the tiny window before the server binds it is retried below.
+# A free port (scripts/lib/free-port.sh); one lost before the server binds it is tried again.
 for attempt in 1 2 3 4 5; do
-  port=$("$php" -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);
-    echo substr($n, strrpos($n, ":") + 1);')
+  port=$(free_port "$php")
   "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
     --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
     --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --daemonize yes "${arm64[@]}" "$@"
