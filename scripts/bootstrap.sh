@@ -20,6 +20,8 @@ packages=(
   memcached php-memcached    # MemcachedStore's server (started on private ports) and symfony/lock's MemcachedStore
   postgresql php-pgsql       # PostgreSqlStore's server (private clusters: scripts/postgres-start.sh), symfony/lock's
                              # PostgreSqlStore over PDO
+  mariadb-server-core mariadb-client-core php-mysql  # PdoStore's MySQL/MariaDB server (private data directories,
+                             # no service: scripts/mariadb-start.sh) and pdo_mysql, for Deadbolt and symfony/lock
   libclang-dev clang         # bindgen, used by ext-php-rs to read PHP's headers
   openssl                    # the TLS tests make their CA with it (TLS itself is rustls, in the build)
   libfcgi-bin                # cgi-fcgi drives the php-fpm runtime tests

@@ -2,7 +2,8 @@
 # The PHPUnit suites of `make test`, each pass against its own private server on a free loopback port:
 #   1. every suite against redis-server (Redis 7.0 on Debian 12, 8.0 on Debian 13) and this platform's symfony/lock;
 #   2. where valkey-server is installed (Debian 13), every suite again against Valkey but the slow group (the failover,
-#      chaos, sentinel and refresher runs, as make check leaves out), which pass 1 runs against Redis 8.0 there;
+#      chaos, sentinel and refresher runs, as make check leaves out), which pass 1 runs against Redis 8.0 there, and
+#      the no-redis group (the database and memcached stores' suites: no Redis server in them, nothing for Valkey);
 #   3. symfony/semaphore's own store tests (RedisStoreTest, PredisStoreTest and the test cases they extend), against a
 #      server of their own (they flush it), and symfony/lock's SemaphoreStoreTest (with what it extends), in an IPC
 #      namespace of its own (it counts the host's semaphore sets), its MemcachedStoreTest against a private memcached
@@ -43,7 +44,7 @@ if (($#)); then
 fi
 pass redis redis-server redis-cli
 if command -v valkey-server >/dev/null 2>&1; then
-  pass valkey valkey-server valkey-cli --exclude-group slow
+  pass valkey valkey-server valkey-cli --exclude-group slow,no-redis
 else
   echo "== valkey: not packaged for this Debian (Debian 13 has it: make test-debian13 runs this pass)"
 fi

@@ -19,8 +19,11 @@ use Symfony\Component\Lock\Store\MemcachedStore as SymfonyMemcachedStore;
  * its holder. The symfony/lock under test is this platform's (5.4 on Debian 12, 6.4 on Debian 13, 7.4 from sid).
  *
  * @requires extension memcached
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('memcached')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class SymfonyMemcachedInteropTest extends DeadboltTestCase
 {
     use SymfonyAcrossProcesses;

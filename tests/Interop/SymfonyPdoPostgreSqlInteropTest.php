@@ -10,8 +10,11 @@ use Deadbolt\Tests\Support\PostgresServer;
  * Deadbolt's and symfony/lock's PdoStore on one lock table of a private PostgreSQL server.
  *
  * @requires extension pdo_pgsql
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_pgsql')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class SymfonyPdoPostgreSqlInteropTest extends SymfonyPdoInteropTestCase
 {
     private static ?PostgresServer $server = null;

@@ -10,8 +10,11 @@ use Deadbolt\Store\PdoStore;
  * Deadbolt's and symfony/lock's PdoStore on one SQLite file.
  *
  * @requires extension pdo_sqlite
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_sqlite')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class SymfonyPdoSqliteInteropTest extends SymfonyPdoInteropTestCase
 {
     private static string $file = '';

@@ -19,8 +19,11 @@ use Symfony\Component\Lock\Store\PostgreSqlStore as SymfonyPostgreSqlStore;
  * platform's (5.4 on Debian 12, 6.4 on Debian 13, 7.4 from sid).
  *
  * @requires extension pdo_pgsql
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_pgsql')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
 {
     use SymfonyAcrossProcesses;

@@ -21,9 +21,12 @@ use Deadbolt\Tests\Support\MemcachedServer;
  *
  * @requires extension memcached
  * @requires extension pcntl
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('memcached')]
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class MemcachedStoreTest extends StoreContractTestCase
 {
     use ExpiringExclusiveStoreTestTrait;

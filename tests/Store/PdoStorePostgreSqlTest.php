@@ -14,9 +14,12 @@ use Deadbolt\Tests\Support\PostgresServer;
  * store made from a DSN connects again), a server that is not there.
  *
  * @requires extension pdo_pgsql
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_pgsql')]
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class PdoStorePostgreSqlTest extends PdoStoreTestCase
 {
     private static ?PostgresServer $server = null;

@@ -12,9 +12,12 @@ use Deadbolt\Store\PdoStore;
  * database, a file that cannot be opened.
  *
  * @requires extension pdo_sqlite
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_sqlite')]
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class PdoStoreSqliteTest extends PdoStoreTestCase
 {
     private static string $file = '';

@@ -22,8 +22,11 @@ use Deadbolt\Tests\Support\PostgresServer;
  * PostgreSqlStore is in tests/Interop/SymfonyPostgreSqlInteropTest.php.
  *
  * @requires extension pcntl
+ *
+ * @group no-redis
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
+#[\PHPUnit\Framework\Attributes\Group('no-redis')]
 final class PostgreSqlStoreTest extends StoreContractTestCase
 {
     use BlockingSharedStoreTestTrait;
