@@ -4,21 +4,23 @@
  * Lock-table cycle benchmark (PdoStore): one cycle = create a lock, acquire it non-blocking, release it, on
  * symfony/lock's lock_keys table.
  *
- *   DEADBOLT_POSTGRES_PORT=5432 php -d extension=target/release/libdeadbolt.so bench/pdo.php \
+ *   DEADBOLT_POSTGRES_PORT=5432 DEADBOLT_MYSQL_PORT=3306 php -d extension=target/release/libdeadbolt.so bench/pdo.php \
  *       [cycles=3000] [names=64] [rounds=5]
  *
- * Two databases, each measured side by side in one process: PostgreSQL (127.0.0.1:DEADBOLT_POSTGRES_PORT, user
- * postgres, trust; skipped without the port) and SQLite (a file under the system's temporary directory). Variants,
- * each on a connection of its own, each on names of its own:
+ * Three databases, each measured side by side in one process: PostgreSQL (127.0.0.1:DEADBOLT_POSTGRES_PORT, user
+ * postgres, trust), MariaDB/MySQL (127.0.0.1:DEADBOLT_MYSQL_PORT, database deadbolt, root without a password, as
+ * scripts/mariadb-start.sh makes it), each skipped without its port, and SQLite (a file under the system's temporary
+ * directory). Variants, each on a connection of its own, each on names of its own:
  *   raw PDO insert + delete       the simplest row lock from PHP, statements prepared once: the floor (two
  *                                 statements: INSERT, DELETE by id and token)
  *   symfony/lock PdoStore         LockFactory::createLock + acquire(false) + release (symfony/lock from Debian): INSERT,
  *                                 the acquire's refresh (UPDATE), on release DELETE then exists (SELECT); each
  *                                 statement prepared anew
  *   Deadbolt PdoStore (DSN)       the same cycle through Deadbolt\LockFactory: one upsert (the acquire's TTL in the
- *                                 same statement), on release DELETE; PostgreSQL on Deadbolt's own session (the
- *                                 refresher can reach it), SQLite through PHP's \PDO
- *   Deadbolt PdoStore (\PDO)      the same over the application's \PDO (PostgreSQL only: on SQLite the DSN row is this)
+ *                                 same statement; MySQL, which has none that says whether it took the row: symfony's
+ *                                 INSERT), on release DELETE; PostgreSQL on Deadbolt's own session (the refresher can
+ *                                 reach it), MySQL and SQLite through PHP's \PDO
+ *   Deadbolt PdoStore (\PDO)      the same over the application's \PDO (PostgreSQL only: elsewhere the DSN row is this)
  *
  * After a warm-up, every round runs each variant for `cycles` cycles, the order rotating from round to round; the
  * tables show the median round per variant and ratios to the anchors. symfony/lock and Deadbolt both keep their
@@ -121,6 +123,17 @@ if ($port > 0 && extension_loaded('pdo_pgsql')) {
     $run("PostgreSQL on 127.0.0.1:$port", $dsn, 'CAST(EXTRACT(epoch FROM NOW()) AS INT)', true);
 } else {
     echo "PostgreSQL: skipped (set DEADBOLT_POSTGRES_PORT, with pdo_pgsql loaded)\n\n";
+}
+$port = (int) (getenv('DEADBOLT_MYSQL_PORT') ?: 0);
+if ($port > 0 && extension_loaded('pdo_mysql')) {
+    $dsn = "mysql:host=127.0.0.1;port=$port;dbname=deadbolt;user=root";
+    $pdo = new PDO($dsn, null, null, [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
+    $pdo->exec('DROP TABLE IF EXISTS lock_keys');
+    // symfony/lock's DDL for MySQL.
+    $pdo->exec('CREATE TABLE lock_keys (key_id VARCHAR(64) NOT NULL PRIMARY KEY, key_token VARCHAR(44) NOT NULL, key_expiration INTEGER UNSIGNED NOT NULL) COLLATE utf8mb4_bin, ENGINE = InnoDB');
+    $run("MariaDB/MySQL on 127.0.0.1:$port", $dsn, 'UNIX_TIMESTAMP()', false);
+} else {
+    echo "MariaDB/MySQL: skipped (set DEADBOLT_MYSQL_PORT, with pdo_mysql loaded)\n\n";
 }
 if (extension_loaded('pdo_sqlite')) {
     $file = tempnam(sys_get_temp_dir(), 'deadbolt-bench-');
