@@ -8,8 +8,8 @@ use Deadbolt\Key;
 
 /**
  * Locks as rows of symfony/lock's lock table (PdoStore): a Deadbolt process and a symfony/lock process on one table
- * exclude each other. PostgreSQL, SQLite, MySQL/MariaDB (and SQL Server, Oracle: same SQL as symfony/lock, untested
- * here).
+ * exclude each other. PostgreSQL, SQLite, MySQL/MariaDB (each tested against a real server and symfony/lock's
+ * PdoStore), and SQL Server, Oracle (the same SQL as symfony/lock's, untested here).
  *
  * ```php
  * $store = new \Deadbolt\Store\PdoStore('pgsql:host=db;dbname=app;user=app;password_env=APP_DB_PASSWORD');
