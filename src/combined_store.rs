@@ -200,6 +200,10 @@ fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
     if let Some(pdo) = ZendClassObject::<crate::pdo_store::PhpPdoStore>::from_zend_obj(object) {
         return Ok(pdo.member());
     }
+    if let Some(mysql) = ZendClassObject::<crate::mysql_store::PhpMysqlStore>::from_zend_obj(object)
+    {
+        return Ok(mysql.member());
+    }
     let store = match ZendClassObject::<PhpCombinedStore>::from_zend_obj(object) {
         Some(combined) => combined.store_ref(),
         // It calls PHP: never from Drop (the Lock's end-of-request path releases it).

@@ -17,6 +17,7 @@ mod lock_state;
 mod logger;
 mod memcached_store;
 mod metrics;
+mod mysql_store;
 mod pdo_connection;
 mod pdo_store;
 mod php_call;
@@ -115,6 +116,7 @@ fn install_engine_hooks() {
     zend_object::hook_debug_info::<memcached_store::PhpMemcachedStore>();
     zend_object::hook_debug_info::<postgres_store::PhpPostgreSqlStore>();
     zend_object::hook_debug_info::<pdo_store::PhpPdoStore>();
+    zend_object::hook_debug_info::<mysql_store::PhpMysqlStore>();
     zend_object::hook_debug_info::<redis_store::PhpRedisStore>();
     zend_object::hook_debug_info::<combined_store::PhpCombinedStore>();
     zend_object::mark_sensitive_parameter::<redis_store::PhpRedisStore>("__construct", 0);
@@ -123,6 +125,8 @@ fn install_engine_hooks() {
     zend_object::mark_sensitive_parameter::<postgres_store::PhpPostgreSqlStore>("__construct", 1);
     zend_object::mark_sensitive_parameter::<pdo_store::PhpPdoStore>("__construct", 0);
     zend_object::mark_sensitive_parameter::<pdo_store::PhpPdoStore>("__construct", 1);
+    zend_object::mark_sensitive_parameter::<mysql_store::PhpMysqlStore>("__construct", 0);
+    zend_object::mark_sensitive_parameter::<mysql_store::PhpMysqlStore>("__construct", 1);
     zend_object::mark_sensitive_parameter::<store_factory::PhpStoreFactory>("createstore", 0);
     interrupts::watch_handlers();
 }
@@ -134,7 +138,8 @@ extern "C" fn info(_module: *mut ModuleEntry) {
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
     info_table_row!(
         "stores",
-        "flock, in-memory, redis (native or \\Redis, \\RedisCluster, Predis), combined"
+        "flock, semaphore (System V), in-memory, redis (native or \\Redis, \\RedisCluster, \
+         Predis), memcached, postgresql (advisory), pdo (lock table), mysql (GET_LOCK), combined"
     );
     for (counter, value) in deadbolt_core::snapshot().counters {
         info_table_row!(counter.name(), value.to_string());
@@ -169,6 +174,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<stores::PhpSemaphoreStore>()
         .class::<memcached_store::PhpMemcachedStore>()
         .class::<pdo_store::PhpPdoStore>()
+        .class::<mysql_store::PhpMysqlStore>()
         .class::<postgres_store::PhpPostgreSqlStore>()
         .class::<redis_store::PhpRedisStore>()
         .class::<combined_store::PhpCombinedStore>()

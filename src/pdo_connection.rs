@@ -1,4 +1,4 @@
-//! The lock table's statements run through PHP's `\PDO` (deadbolt_core's `TableConnection`): the
+//! The lock table's statements run through PHP's `\PDO` (deadbolt_core's `SqlConnection`): the
 //! application's own object, or one made from a DSN in each process that uses it (a forked child
 //! makes its own, never talking on its parent's connection). Only ever used on PHP's thread,
 //! inside a PHP call: a store on it is `StoreRef::Lent`.
@@ -11,11 +11,13 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use deadbolt_core::{Error, Failure, SqlFailure, TableConnection};
+use deadbolt_core::{Error, Failure, SqlConnection, SqlFailure};
 use ext_php_rs::convert::IntoZvalDyn;
+use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, ZendObject, Zval};
 use ext_php_rs::zend::ClassEntry;
 
+use crate::error_map::{invalid_argument, type_error};
 use crate::php_call::guarded;
 use crate::zend_object::{take_pending_exception, ParkedException};
 
@@ -34,6 +36,98 @@ pub(crate) struct DsnSource {
     pub password: Option<String>,
     /// An array, or null.
     pub options: Zval,
+}
+
+/// symfony/lock's options for the `\PDO` a DSN makes: `db_username`, `db_password`,
+/// `db_connection_options` (the `\PDO` constructor's `$options`).
+pub(crate) struct ConnectionOptions {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// An array, or null.
+    pub options: Zval,
+}
+
+impl ConnectionOptions {
+    pub(crate) fn new() -> Self {
+        ConnectionOptions {
+            username: None,
+            password: None,
+            options: Zval::new(),
+        }
+    }
+
+    /// Takes the option `name` when it is one of the three (`Ok(false)` for any other); `store`
+    /// names the store in messages.
+    pub(crate) fn take(&mut self, name: &str, value: &Zval, store: &str) -> PhpResult<bool> {
+        let text = || {
+            value.string().ok_or_else(|| {
+                invalid_argument(format!("The {store} option \"{name}\" must be a string."))
+            })
+        };
+        match name {
+            "db_username" => self.username = Some(text()?),
+            "db_password" => self.password = Some(text()?),
+            "db_connection_options" if value.is_array() => self.options = value.shallow_clone(),
+            "db_connection_options" => {
+                return Err(invalid_argument(format!(
+                    "The {store} option \"db_connection_options\" must be an array (the \\PDO \
+                     constructor's $options)."
+                )))
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// How to make the `\PDO` of `dsn` with these options.
+    pub(crate) fn source(&self, dsn: &str) -> DsnSource {
+        DsnSource {
+            dsn: dsn.to_owned(),
+            username: self.username.clone(),
+            password: self.password.clone(),
+            options: self.options.shallow_clone(),
+        }
+    }
+}
+
+/// The driver of the application's `\PDO` given as `$connOrDsn` to `class`'s constructor; it must
+/// throw exceptions, as symfony/lock requires (else InvalidArgumentException saying what to set).
+/// Anything but a `\PDO` (or a subclass) is PHP's TypeError for `PDO|string`.
+pub(crate) fn app_pdo_driver(connection: &Zval, class: &str) -> PhpResult<String> {
+    let pdo = connection
+        .object()
+        .filter(|object| is_pdo_object(object))
+        .ok_or_else(|| {
+            type_error(format!(
+                "{class}::__construct(): Argument #1 ($connOrDsn) must be of type PDO|string, {} \
+                 given",
+                crate::args::debug_type(connection)
+            ))
+        })?;
+    let attribute = |which: i64| {
+        guarded(|| pdo.try_call_method("getAttribute", vec![&which]))
+            .ok()
+            .and_then(Result::ok)
+    };
+    if attribute(ATTR_ERRMODE).and_then(|mode| mode.long()) != Some(ERRMODE_EXCEPTION) {
+        let store = class.rsplit('\\').next().unwrap_or(class);
+        return Err(invalid_argument(format!(
+            "{store} requires the \\PDO's error mode to throw exceptions: \
+             $pdo->setAttribute(\\PDO::ATTR_ERRMODE, \\PDO::ERRMODE_EXCEPTION) (PHP 8's default)."
+        )));
+    }
+    Ok(attribute(ATTR_DRIVER_NAME)
+        .and_then(|name| name.string())
+        .unwrap_or_default())
+}
+
+fn is_pdo_object(object: &ZendObject) -> bool {
+    ClassEntry::try_find("PDO").is_some_and(|ce| object.instance_of(ce))
+}
+
+/// Whether `value` is a `\PDO` (StoreFactory's choice between client objects).
+pub(crate) fn is_pdo(value: &Zval) -> bool {
+    value.object().is_some_and(is_pdo_object)
 }
 
 /// Where the `\PDO` comes from.
@@ -284,7 +378,7 @@ fn text(value: &str) -> Zval {
     zval
 }
 
-impl TableConnection for PdoConnection {
+impl SqlConnection for PdoConnection {
     fn execute(&self, sql: &str, params: &[&str]) -> Result<u64, Failure> {
         let statement = self.run(sql, params)?;
         let count = self.call(&statement, "rowCount", vec![])?;
@@ -294,18 +388,10 @@ impl TableConnection for PdoConnection {
             .unwrap_or(0))
     }
 
-    fn returns_row(&self, sql: &str, params: &[&str]) -> Result<bool, Failure> {
-        let statement = self.run(sql, params)?;
-        let first = self.call(&statement, "fetchColumn", vec![]);
-        // The cursor closed whatever came back: SQLite keeps its read lock on the table until then.
-        let _ = self.call(&statement, "closeCursor", vec![]);
-        let first = first?;
-        Ok(!(first.is_false() || first.is_null()))
-    }
-
     fn first_row(&self, sql: &str, params: &[&str]) -> Result<Option<Vec<String>>, Failure> {
         let statement = self.run(sql, params)?;
         let row = self.call(&statement, "fetch", vec![&FETCH_NUM]);
+        // The cursor closed whatever came back: SQLite keeps its read lock on the table until then.
         let _ = self.call(&statement, "closeCursor", vec![]);
         let row = row?;
         Ok(row.array().map(|values| {

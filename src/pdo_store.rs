@@ -11,14 +11,11 @@ use deadbolt_core::{
 };
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::{ZendHashTable, ZendObject, Zval};
-use ext_php_rs::zend::ClassEntry;
+use ext_php_rs::types::{ZendHashTable, Zval};
 
-use crate::error_map::{invalid_argument, to_php, type_error};
+use crate::error_map::{invalid_argument, to_php};
 use crate::key::PhpKey;
-use crate::pdo_connection::{
-    DsnSource, PdoConnection, ATTR_DRIVER_NAME, ATTR_ERRMODE, ERRMODE_EXCEPTION,
-};
+use crate::pdo_connection::{app_pdo_driver, ConnectionOptions, DsnSource, PdoConnection};
 use crate::php_param::Float;
 use crate::store_contract::{store_class_methods, Contract};
 
@@ -153,39 +150,9 @@ fn source_of(connection: &Zval, options: &Options) -> PhpResult<(String, Source)
         if let Some(server) = native_postgres(dsn, options) {
             return Ok((driver, Source::Native(Box::new(server))));
         }
-        let source = DsnSource {
-            dsn: dsn.to_owned(),
-            username: options.username.clone(),
-            password: options.password.clone(),
-            options: options.connection_options.shallow_clone(),
-        };
-        return Ok((driver, Source::Dsn(source)));
+        return Ok((driver, Source::Dsn(options.connection.source(dsn))));
     }
-    let pdo = connection
-        .object()
-        .filter(|object| is_pdo_object(object))
-        .ok_or_else(|| {
-            type_error(format!(
-                "Deadbolt\\Store\\PdoStore::__construct(): Argument #1 ($connOrDsn) must be of \
-                 type PDO|string, {} given",
-                crate::args::debug_type(connection)
-            ))
-        })?;
-    let attribute = |which: i64| {
-        crate::php_call::guarded(|| pdo.try_call_method("getAttribute", vec![&which]))
-            .ok()
-            .and_then(Result::ok)
-    };
-    if attribute(ATTR_ERRMODE).and_then(|mode| mode.long()) != Some(ERRMODE_EXCEPTION) {
-        return Err(invalid_argument(
-            "PdoStore requires the \\PDO's error mode to throw exceptions: \
-             $pdo->setAttribute(\\PDO::ATTR_ERRMODE, \\PDO::ERRMODE_EXCEPTION) (PHP 8's default)."
-                .into(),
-        ));
-    }
-    let driver = attribute(ATTR_DRIVER_NAME)
-        .and_then(|name| name.string())
-        .unwrap_or_default();
+    let driver = app_pdo_driver(connection, "Deadbolt\\Store\\PdoStore")?;
     Ok((driver, Source::App(connection.shallow_clone())))
 }
 
@@ -193,44 +160,35 @@ fn source_of(connection: &Zval, options: &Options) -> PhpResult<(String, Source)
 /// attributes): a session without PHP, which the refresher can use. Any other goes through `\PDO`,
 /// which passes every key to libpq.
 fn native_postgres(dsn: &str, options: &Options) -> Option<PostgresServer> {
-    if !dsn.starts_with("pgsql:") || !options.connection_options.is_null() {
+    let connection = &options.connection;
+    if !dsn.starts_with("pgsql:") || !connection.options.is_null() {
         return None;
     }
     PostgresServer::of_dsn_with(
         dsn,
-        options.username.as_deref(),
-        options.password.as_deref(),
+        connection.username.as_deref(),
+        connection.password.as_deref(),
     )
     .ok()
-}
-
-fn is_pdo_object(object: &ZendObject) -> bool {
-    ClassEntry::try_find("PDO").is_some_and(|ce| object.instance_of(ce))
-}
-
-/// Whether `value` is a `\PDO` (StoreFactory's choice between client objects).
-pub(crate) fn is_pdo(value: &Zval) -> bool {
-    value.object().is_some_and(is_pdo_object)
 }
 
 /// symfony/lock's options; any other is refused by name.
 struct Options {
     table: Table,
-    username: Option<String>,
-    password: Option<String>,
-    connection_options: Zval,
+    connection: ConnectionOptions,
 }
 
 impl Options {
     fn of(options: Option<&ZendHashTable>) -> PhpResult<Self> {
         let mut parsed = Options {
             table: Table::default(),
-            username: None,
-            password: None,
-            connection_options: Zval::new(),
+            connection: ConnectionOptions::new(),
         };
         for (name, value) in options.into_iter().flat_map(ZendHashTable::iter) {
             let name = name.to_string();
+            if parsed.connection.take(&name, value, "PdoStore")? {
+                continue;
+            }
             let text = || {
                 value.string().ok_or_else(|| {
                     invalid_argument(format!("The PdoStore option \"{name}\" must be a string."))
@@ -241,18 +199,6 @@ impl Options {
                 "db_id_col" => parsed.table.id = text()?,
                 "db_token_col" => parsed.table.token = text()?,
                 "db_expiration_col" => parsed.table.expiration = text()?,
-                "db_username" => parsed.username = Some(text()?),
-                "db_password" => parsed.password = Some(text()?),
-                "db_connection_options" if value.is_array() => {
-                    parsed.connection_options = value.shallow_clone();
-                }
-                "db_connection_options" => {
-                    return Err(invalid_argument(
-                        "The PdoStore option \"db_connection_options\" must be an array (the \
-                         \\PDO constructor's $options)."
-                            .into(),
-                    ))
-                }
                 other => {
                     return Err(invalid_argument(format!(
                         "Unknown PdoStore option \"{}\": db_table, db_id_col, db_token_col, \

@@ -43,5 +43,9 @@ fn native_store(object: &ZendObject) -> Option<StoreRef> {
     if let Some(pdo) = ZendClassObject::<crate::pdo_store::PhpPdoStore>::from_zend_obj(object) {
         return Some(pdo.store_ref());
     }
+    if let Some(mysql) = ZendClassObject::<crate::mysql_store::PhpMysqlStore>::from_zend_obj(object)
+    {
+        return Some(mysql.store_ref());
+    }
     None
 }

@@ -24,11 +24,12 @@ pub struct PhpStoreFactory;
 impl PhpStoreFactory {
     /// Builds a store from a connection string (`flock`, `flock:///abs/path`, `in-memory`,
     /// `semaphore`, `semaphore?hash=md5`, `redis://…`, `rediss://…`, `memcached://…`, a PDO DSN `pgsql:…` / `mysql:…` / `sqlite:…` / `sqlsrv:…` / `oci:…`
-    /// (PdoStore, as symfony/lock), `pgsql+advisory:…` / `postgresql+advisory://…` (PostgreSqlStore))
+    /// (PdoStore, as symfony/lock), `pgsql+advisory:…` / `postgresql+advisory://…` (PostgreSqlStore),
+    /// `mysql+advisory:…` (MysqlStore))
     /// or a client object (`\Redis`, `\RedisCluster`, Predis, `\Memcached`, `\PDO`).
     pub fn create_store(connection: &Zval) -> PhpResult<ZBox<ZendObject>> {
         let Some(dsn) = connection.str() else {
-            if crate::pdo_store::is_pdo(connection) {
+            if crate::pdo_connection::is_pdo(connection) {
                 let store =
                     PhpPdoStore::open(connection, None, DEFAULT_GC_PROBABILITY, PDO_INITIAL_TTL)?;
                 return Ok(ZendClassObject::new(store).into());
@@ -47,6 +48,10 @@ impl PhpStoreFactory {
             let mut plain = Zval::new();
             plain.set_string(&dsn, false)?;
             let store = PhpPostgreSqlStore::open(&plain, None)?;
+            return Ok(ZendClassObject::new(store).into());
+        }
+        if dsn.starts_with("mysql+advisory:") {
+            let store = crate::mysql_store::PhpMysqlStore::open(connection, None)?;
             return Ok(ZendClassObject::new(store).into());
         }
         if let Some(refusal) = crate::pdo_store::refuse_dbal_url(dsn) {
@@ -90,7 +95,7 @@ impl PhpStoreFactory {
         }
         let scheme = connection.split_once(':').map_or("", |(scheme, _)| scheme);
         Err(invalid_argument(format!(
-            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\", \"memcached://…\", a PDO DSN (\"pgsql:…\", \"mysql:…\", \"sqlite:…\", \"sqlsrv:…\", \"oci:…\") or \"pgsql+advisory:…\" / \"postgresql+advisory://…\".",
+            "Unsupported store connection (scheme \"{}\"): use \"flock\", \"flock:///path\", \"in-memory\", \"semaphore\", \"redis://…\", \"rediss://…\", \"memcached://…\", a PDO DSN (\"pgsql:…\", \"mysql:…\", \"sqlite:…\", \"sqlsrv:…\", \"oci:…\") , \"pgsql+advisory:…\" / \"postgresql+advisory://…\" or \"mysql+advisory:…\".",
             scheme.chars().take(32).collect::<String>()
         )))
     }

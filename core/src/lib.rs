@@ -68,6 +68,7 @@ pub use store::flock::FlockStore;
 pub use store::flock_path::lock_file_name;
 pub use store::memcached::{MemcachedServer, MemcachedStore};
 pub use store::memory::InMemoryStore;
+pub use store::mysql::{lock_name as mysql_lock_name, MysqlStore};
 pub use store::postgres::{advisory_key, PostgreSqlStore, PostgresServer, PostgresTable};
 pub use store::redis::calls::ScriptCall;
 pub use store::redis::native::read_unread_replies;
@@ -77,7 +78,7 @@ pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transpo
 pub use store::redis::{protocol::Signal, RedisStore};
 pub use store::sysv::{KeyHash, SysvSemaphoreStore};
 pub use store::table::{
-    key_id as table_key_id, Dialect, Failure, SqlFailure, Table, TableConnection, TableSettings,
+    key_id as table_key_id, Dialect, Failure, SqlConnection, SqlFailure, Table, TableSettings,
     TableStore,
 };
 pub use store::{

@@ -34,4 +34,15 @@ final class MariaDbServer
     {
         return new \PDO($this->dsn(), null, null, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
     }
+
+    /**
+     * How many sessions wait in GET_LOCK() for the lock named $name (the server shows them as "User lock").
+     */
+    public function waitersFor(string $name): int
+    {
+        $statement = $this->pdo()->prepare("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE ?");
+        $statement->execute(['%'.$name.'%']);
+
+        return (int) $statement->fetchColumn();
+    }
 }

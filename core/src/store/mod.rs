@@ -10,6 +10,7 @@ mod flock_holders;
 pub mod flock_path;
 pub mod memcached;
 pub mod memory;
+pub mod mysql;
 pub mod postgres;
 pub mod redis;
 pub mod sysv;
@@ -288,7 +289,8 @@ pub fn inspecting(store: &dyn Store) -> Result<&dyn InspectingStore> {
     store.capabilities().inspecting.ok_or_else(|| {
         Error::invalid_argument(format!(
             "{} cannot tell who holds a lock or release it for an operator (a store written in \
-             PHP keeps its own records; PostgreSQL shows its sessions' locks in pg_locks). \
+             PHP keeps its own records; PostgreSQL and MySQL show their sessions' locks in \
+             pg_locks and performance_schema.metadata_locks). \
              Inspect its storage directly, or use a FlockStore, \
              RedisStore, InMemoryStore or a CombinedStore of those.",
             store.name()

@@ -18,7 +18,7 @@ use super::session::{connect, within, TlsConfig};
 use super::tls;
 use super::wording::{failure, timed_out};
 use crate::process::PerProcess;
-use crate::store::table::{Failure, SqlFailure, TableConnection};
+use crate::store::table::{Failure, SqlConnection, SqlFailure};
 use crate::sync::Mutex;
 use crate::{Error, Result};
 
@@ -228,16 +228,12 @@ impl Inner {
     }
 }
 
-impl TableConnection for Inner {
+impl SqlConnection for Inner {
     fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure> {
         match self.run(sql, params, true)? {
             Answer::Changed(changed) => Ok(changed),
             Answer::Row(_) => Ok(0),
         }
-    }
-
-    fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
-        self.first_row(sql, params).map(|row| row.is_some())
     }
 
     fn first_row(
@@ -271,13 +267,9 @@ fn texts(row: &tokio_postgres::Row) -> Vec<String> {
         .collect()
 }
 
-impl TableConnection for PostgresTable {
+impl SqlConnection for PostgresTable {
     fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure> {
         self.inner.execute(sql, params)
-    }
-
-    fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
-        self.inner.returns_row(sql, params)
     }
 
     fn first_row(
@@ -292,7 +284,7 @@ impl TableConnection for PostgresTable {
         false
     }
 
-    fn background(&self) -> Option<Arc<dyn TableConnection + Send + Sync>> {
+    fn background(&self) -> Option<Arc<dyn SqlConnection + Send + Sync>> {
         Some(self.inner.clone())
     }
 }

@@ -3,7 +3,7 @@
 //! `key_expiration` when it ends in Unix seconds of the database's clock. A Deadbolt process and a
 //! symfony/lock process on one table exclude each other.
 //!
-//! The statements run on a [`TableConnection`]: the host's database client (PHP's `\PDO`, which
+//! The statements run on a [`SqlConnection`]: the host's database client (PHP's `\PDO`, which
 //! speaks MySQL/MariaDB, PostgreSQL, SQLite and more). This module decides what to run and what
 //! the answers mean.
 //!
@@ -52,18 +52,12 @@ pub enum Failure {
 }
 
 /// A database session the table's statements run on. Parameters are bound as text, in order.
-pub trait TableConnection {
+pub trait SqlConnection {
     /// Runs a statement that changes rows; how many it changed.
     ///
     /// # Errors
     /// [`Failure`] when the statement failed.
     fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure>;
-
-    /// Runs a query; whether it returned a row.
-    ///
-    /// # Errors
-    /// [`Failure`] when the query failed.
-    fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure>;
 
     /// Runs a query; its first row's values as text (`None`: no row; a NULL is empty).
     ///
@@ -75,23 +69,27 @@ pub trait TableConnection {
         params: &[&str],
     ) -> std::result::Result<Option<Vec<String>>, Failure>;
 
+    /// Runs a query; whether it returned a row.
+    ///
+    /// # Errors
+    /// [`Failure`] when the query failed.
+    fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
+        self.first_row(sql, params).map(|row| row.is_some())
+    }
+
     /// Whether the session is inside a transaction (the table is then never created).
     fn in_transaction(&self) -> bool;
 
     /// A connection the background refresher can use from its thread (one that needs no PHP);
     /// `None` when there is none.
-    fn background(&self) -> Option<Arc<dyn TableConnection + Send + Sync>> {
+    fn background(&self) -> Option<Arc<dyn SqlConnection + Send + Sync>> {
         None
     }
 }
 
-impl<C: TableConnection + ?Sized> TableConnection for Box<C> {
+impl<C: SqlConnection + ?Sized> SqlConnection for Box<C> {
     fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure> {
         (**self).execute(sql, params)
-    }
-
-    fn returns_row(&self, sql: &str, params: &[&str]) -> std::result::Result<bool, Failure> {
-        (**self).returns_row(sql, params)
     }
 
     fn first_row(
@@ -106,7 +104,7 @@ impl<C: TableConnection + ?Sized> TableConnection for Box<C> {
         (**self).in_transaction()
     }
 
-    fn background(&self) -> Option<Arc<dyn TableConnection + Send + Sync>> {
+    fn background(&self) -> Option<Arc<dyn SqlConnection + Send + Sync>> {
         (**self).background()
     }
 }
@@ -122,7 +120,7 @@ pub struct TableSettings {
 }
 
 /// Locks in a lock table, on symfony/lock's rows, over a connection of kind `C`.
-pub struct TableStore<C = Box<dyn TableConnection>> {
+pub struct TableStore<C = Box<dyn SqlConnection>> {
     connection: C,
     dialect: Dialect,
     sql: Statements,
@@ -130,7 +128,7 @@ pub struct TableStore<C = Box<dyn TableConnection>> {
     name: String,
 }
 
-impl<C: TableConnection> TableStore<C> {
+impl<C: SqlConnection> TableStore<C> {
     /// A store on `connection`, a `dialect` database; `name` names it in messages (no secret).
     ///
     /// # Errors
@@ -327,13 +325,16 @@ pub fn row_seconds(ttl: Ttl) -> u64 {
 
 /// symfony/lock's `key_id`: the SHA-256 of the resource, in lower-case hex.
 pub fn key_id(resource: &[u8]) -> String {
-    Sha256::digest(resource)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    use std::fmt::Write as _;
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(resource) {
+        // Writing into a String cannot fail.
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
 }
 
-impl<C: TableConnection> Store for TableStore<C> {
+impl<C: SqlConnection> Store for TableStore<C> {
     fn name(&self) -> &str {
         &self.name
     }
@@ -410,7 +411,7 @@ impl<C: TableConnection> Store for TableStore<C> {
 
 /// The holder of a resource is its unexpired row: its token's digest and when it expires (the
 /// table records nothing else of who); no one waits in a table.
-impl<C: TableConnection> InspectingStore for TableStore<C> {
+impl<C: SqlConnection> InspectingStore for TableStore<C> {
     fn inspect(&self, resource: &[u8]) -> Result<LockState> {
         let key = Key::new(resource.to_vec());
         let row = match self
@@ -451,7 +452,7 @@ impl<C: TableConnection> InspectingStore for TableStore<C> {
 
 /// Its locks expire; the refresher extends them where the connection has a side that needs no PHP
 /// (a native PostgreSQL session).
-impl<C: TableConnection> ExpiringStore for TableStore<C> {
+impl<C: SqlConnection> ExpiringStore for TableStore<C> {
     fn extender(&self) -> Option<Arc<dyn crate::Extender>> {
         let connection = self.connection.background()?;
         Some(Arc::new(TableExtender {
@@ -464,7 +465,7 @@ impl<C: TableConnection> ExpiringStore for TableStore<C> {
 
 /// Extends a table's locks from the refresher thread, as [`Store::put_off_expiration`] does.
 struct TableExtender {
-    connection: Arc<dyn TableConnection + Send + Sync>,
+    connection: Arc<dyn SqlConnection + Send + Sync>,
     extend: String,
     exists: String,
 }
