@@ -144,7 +144,8 @@ bench: build
 	  trap 'bash scripts/postgres-stop.sh $(RUN_DIR)/bench-postgres; bash scripts/mariadb-stop.sh $(RUN_DIR)/bench-mariadb' EXIT && \
 	  mysql_port=$$(bash scripts/mariadb-start.sh $(RUN_DIR)/bench-mariadb) && \
 	  DEADBOLT_POSTGRES_PORT=$$port $(RUN_PHP) bench/postgres.php && \
-	  DEADBOLT_POSTGRES_PORT=$$port DEADBOLT_MYSQL_PORT=$$mysql_port $(RUN_PHP) bench/pdo.php
+	  DEADBOLT_POSTGRES_PORT=$$port DEADBOLT_MYSQL_PORT=$$mysql_port $(RUN_PHP) bench/pdo.php && \
+	  DEADBOLT_MYSQL_PORT=$$mysql_port $(RUN_PHP) bench/mysql.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \

@@ -13,7 +13,8 @@ use Symfony\Component\Lock\Store\StoreFactory as SymfonyStoreFactory;
  * Deadbolt's engine: `deadbolt+redis://host:6379`, `deadbolt+rediss://...`, `deadbolt+flock`, `deadbolt+flock:///dir`,
  * `deadbolt+semaphore` (`deadbolt+semaphore?hash=md5` beside symfony/lock 5.4), `deadbolt+memcached://host:11211`,
  * `deadbolt+pgsql:host=...;dbname=...` and `deadbolt+sqlite:/path` (PdoStore), `deadbolt+pgsql+advisory:...`,
- * `deadbolt+postgresql+advisory://...` (PostgreSqlStore), `deadbolt+in-memory` (what Deadbolt's StoreFactory
+ * `deadbolt+postgresql+advisory://...` (PostgreSqlStore), `deadbolt+mysql:host=...` (PdoStore),
+ * `deadbolt+mysql+advisory:host=...` (MysqlStore), `deadbolt+in-memory` (what Deadbolt's StoreFactory
  * takes, prefixed). Anything else goes to symfony/lock's factory.
  */
 final class StoreFactory
