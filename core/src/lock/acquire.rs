@@ -67,17 +67,18 @@ impl Lock {
         metrics::count(Counter::Wakeups, report.wakeups);
         metrics::count(Counter::Polls, report.polls);
         let outcome = match saved {
-            Ok(true) => self.taken(&mut key, (mode, expires), started, sink),
+            Ok(true) => self.taken(&mut key, mode, started, sink),
             other => other,
         };
         self.settled(outcome, (wait, report.interrupted), started, &key, sink)
     }
 
-    /// The store saved the key: the lock's TTL set where the save did not, and checked unexpired.
+    /// The store saved the key (with the lock's TTL where its locks expire): reported, and checked
+    /// unexpired.
     fn taken(
         &mut self,
         key: &mut Key,
-        (mode, expires): (Mode, bool),
+        mode: Mode,
         started: Instant,
         sink: &mut dyn EventSink,
     ) -> Result<bool> {
@@ -87,11 +88,12 @@ impl Lock {
             Mode::Shared => self.words.acquired_read,
         };
         sink.emit(Event::new(Level::Debug, acquired_message).waited(started.elapsed()));
-        match self.ttl {
-            // Saved with the TTL already: report it as symfony/lock's refresh would.
-            Some(ttl) if expires => sink.emit(refreshed(self.words, ttl)),
-            Some(ttl) => self.refresh_key(key, ttl, sink)?,
-            None => {}
+        // Saved with the TTL already, or by a store whose locks never expire: nothing is left to
+        // extend. Such a store's putOffExpiration only checks that the key holds the lock, which
+        // the save has just said (a round trip on PostgreSQL and MySQL; symfony/lock's stores
+        // that never expire do nothing there either). Reported as symfony/lock's refresh would.
+        if let Some(ttl) = self.ttl {
+            sink.emit(refreshed(self.words, ttl));
         }
         if key.is_expired() {
             self.dirty = false;
