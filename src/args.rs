@@ -98,6 +98,20 @@ pub fn class_name(object: &ZendObject) -> String {
     name
 }
 
+/// Whether `object` is an instance of the class or interface `name` (false when PHP has no such
+/// class: its extension or library is not loaded, so nothing can be one).
+pub fn is_instance_of(object: &ZendObject, name: &str) -> bool {
+    ext_php_rs::zend::ClassEntry::try_find(name).is_some_and(|ce| object.instance_of(ce))
+}
+
+/// An object's `getMessage()` (an exception's); `None` when it has none, fails or throws.
+pub fn message_of(object: &ZendObject) -> Option<String> {
+    guarded(|| object.try_call_method("getMessage", vec![]))
+        .ok()?
+        .ok()?
+        .string()
+}
+
 /// What PHP's `get_debug_type()` calls a value, for a message naming what was given.
 pub fn debug_type(value: &Zval) -> String {
     if let Some(object) = value.object() {

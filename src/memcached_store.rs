@@ -10,7 +10,6 @@ use deadbolt_core::{MemcachedServer, MemcachedStore};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendObject, Zval};
-use ext_php_rs::zend::ClassEntry;
 
 use crate::error_map::{invalid_argument, to_php, type_error};
 use crate::key::PhpKey;
@@ -66,7 +65,7 @@ impl PhpMemcachedStore {
 fn server_of_client(connection: &Zval) -> PhpResult<MemcachedServer> {
     let object = connection
         .object()
-        .filter(|object| is_memcached(object))
+        .filter(|object| crate::args::is_instance_of(object, "Memcached"))
         .ok_or_else(|| {
             type_error(format!(
                 "Deadbolt\\Store\\MemcachedStore::__construct(): Argument #1 ($memcached) must be \
@@ -103,13 +102,11 @@ fn server_of_client(connection: &Zval) -> PhpResult<MemcachedServer> {
     Ok(server)
 }
 
-fn is_memcached(object: &ZendObject) -> bool {
-    ClassEntry::try_find("Memcached").is_some_and(|ce| object.instance_of(ce))
-}
-
 /// Whether `value` is a `\Memcached` (StoreFactory's choice between client objects).
 pub(crate) fn is_memcached_client(value: &Zval) -> bool {
-    value.object().is_some_and(is_memcached)
+    value
+        .object()
+        .is_some_and(|object| crate::args::is_instance_of(object, "Memcached"))
 }
 
 /// `$memcached->METHOD(...)`; what it throws becomes an InvalidArgumentException.

@@ -122,7 +122,7 @@ pub(crate) fn app_pdo_driver(connection: &Zval, class: &str) -> PhpResult<String
 }
 
 fn is_pdo_object(object: &ZendObject) -> bool {
-    ClassEntry::try_find("PDO").is_some_and(|ce| object.instance_of(ce))
+    crate::args::is_instance_of(object, "PDO")
 }
 
 /// Whether `value` is a `\PDO` (StoreFactory's choice between client objects).
@@ -319,14 +319,8 @@ impl PdoConnection {
 
     /// What an exception thrown by PDO says: a `\PDOException`'s SQLSTATE, code and message.
     fn failure_of(&self, exception: &ZendObject) -> Failure {
-        let message = guarded(|| exception.try_call_method("getMessage", vec![]))
-            .ok()
-            .and_then(Result::ok)
-            .and_then(|m| m.string())
-            .unwrap_or_default();
-        let is_pdo =
-            ClassEntry::try_find("PDOException").is_some_and(|ce| exception.instance_of(ce));
-        if !is_pdo {
+        let message = crate::args::message_of(exception).unwrap_or_default();
+        if !crate::args::is_instance_of(exception, "PDOException") {
             let class = crate::args::class_name(exception);
             return Failure::Client(Error::Storage {
                 message: format!(

@@ -31,7 +31,6 @@ use deadbolt_core::{
 };
 use ext_php_rs::convert::{IntoZval, IntoZvalDyn};
 use ext_php_rs::types::{ZendClassObject, ZendObject, Zval};
-use ext_php_rs::zend::ClassEntry;
 use parking_lot::MutexGuard;
 
 use crate::key::PhpKey;
@@ -291,15 +290,11 @@ impl Caught {
         let is = |names: [&str; 2]| {
             names
                 .iter()
-                .any(|name| ClassEntry::try_find(name).is_some_and(|ce| exception.instance_of(ce)))
+                .any(|name| crate::args::is_instance_of(&exception, name))
         };
         Caught {
             class: crate::args::class_name(&exception),
-            message: guarded(|| exception.try_call_method("getMessage", vec![]))
-                .ok()
-                .and_then(Result::ok)
-                .and_then(|message| message.string())
-                .unwrap_or_default(),
+            message: crate::args::message_of(&exception).unwrap_or_default(),
             conflict: is([
                 "Deadbolt\\Exception\\LockConflictedException",
                 "Symfony\\Component\\Lock\\Exception\\LockConflictedException",
@@ -326,7 +321,7 @@ impl Caught {
 
 /// Whether `object` implements the interface `name`.
 fn implements(object: &ZendObject, name: &str) -> bool {
-    ClassEntry::try_find(name).is_some_and(|ce| object.instance_of(ce))
+    crate::args::is_instance_of(object, name)
 }
 
 /// The engine key inside a `Deadbolt\Key` or `Deadbolt\Semaphore\Key` object.

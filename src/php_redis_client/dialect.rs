@@ -4,9 +4,9 @@
 use deadbolt_core::{LockScript, Peer, RunError, RunErrorKind};
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendHashTable, ZendObject, Zval};
-use ext_php_rs::zend::ClassEntry;
 
-use super::{function, is_false, message_of, Client};
+use super::{function, is_false, Client};
+use crate::args::message_of;
 
 /// One client API. The defaults are phpredis' (`\\Redis` and `\\RedisCluster` speak it alike but
 /// for the blocking pop); Predis overrides them.
@@ -71,7 +71,7 @@ pub(super) fn of(object: &ZendObject) -> Option<&'static dyn Dialect> {
 }
 
 fn is(object: &ZendObject, class: &str) -> bool {
-    ClassEntry::try_find(class).is_some_and(|ce| object.instance_of(ce))
+    crate::args::is_instance_of(object, class)
 }
 
 /// phpredis' `\Redis`: `evalSha($sha, $args, $numKeys)`, a `false` reply and `getLastError()` on

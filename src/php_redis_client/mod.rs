@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use deadbolt_core::{RunError, RunErrorKind, ScriptCall, Sharing, Signal, Transport};
 use ext_php_rs::convert::IntoZvalDyn;
-use ext_php_rs::types::{ZendCallable, ZendHashTable, ZendObject, Zval};
+use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 
 use crate::php_call::guarded;
 use crate::zend_object::{take_pending_exception, ParkedException};
@@ -260,7 +260,7 @@ fn call(
     }
     if let Some(exception) = take_pending_exception() {
         let class = crate::args::class_name(&exception);
-        let message = message_of(&exception).unwrap_or_default();
+        let message = crate::args::message_of(&exception).unwrap_or_default();
         // A server's error reply, or else the connection failed: the client's dialect tells.
         return Err(if dialect.is_reply(&exception, &message) {
             RunError::from_reply(&format!("{class}: "), &message)
@@ -298,13 +298,6 @@ fn is_false(zval: &Zval) -> bool {
 }
 
 /// `$throwable->getMessage()` (or a Predis error reply's).
-fn message_of(object: &ZendObject) -> Option<String> {
-    guarded(|| object.try_call_method("getMessage", vec![]))
-        .ok()?
-        .ok()?
-        .string()
-}
-
 /// Calls PHP's function `name(...$params)` (one of PHP's own, which runs no application code); `None`
 /// when it fails or throws (the exception is dropped: it was ours).
 fn function(name: &str, params: Vec<&dyn IntoZvalDyn>) -> Option<Zval> {

@@ -188,23 +188,20 @@ fn typed(statement: &Statement, params: &[&str]) -> Vec<Box<dyn ToSql + Sync + S
         .collect()
 }
 
-/// What a statement is run for.
-enum Answer {
-    /// The rows it changed.
-    Changed(u64),
-    /// Its first row, as text.
-    Row(Option<Vec<String>>),
-}
+/// The values of a statement's parameters, as `tokio_postgres` takes them.
+type Params<'a> = [&'a (dyn ToSql + Sync)];
+/// What one call of the client gives.
+type PgResult<T> = std::result::Result<T, tokio_postgres::Error>;
 
 impl Inner {
-    /// Runs `sql` with `params` on the session: for the rows it changes when `changes`, else for its
-    /// first row.
-    fn run(
+    /// Runs `exchange` (one call of the client) with the statement of `sql`, prepared once, and
+    /// `params` typed for it, on the session and within its timeout.
+    fn run<T>(
         &self,
         sql: &str,
         params: &[&str],
-        changes: bool,
-    ) -> std::result::Result<Answer, Failure> {
+        exchange: impl Fn(&TableSession, &Statement, &Params<'_>, Duration) -> Option<PgResult<T>>,
+    ) -> std::result::Result<T, Failure> {
         self.with(|session, limit| {
             let statement = match session.statement(sql, limit) {
                 Some(prepared) => prepared.map_err(|e| self.failed(e))?,
@@ -212,15 +209,7 @@ impl Inner {
             };
             let values = typed(&statement, params);
             let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v as _).collect();
-            let (runtime, client) = (&session.runtime, &session.client);
-            let answer = if changes {
-                within(runtime, limit, client.execute(&statement, &refs))
-                    .map(|result| result.map(Answer::Changed))
-            } else {
-                within(runtime, limit, client.query_opt(&statement, &refs))
-                    .map(|result| result.map(|row| Answer::Row(row.map(|row| texts(&row)))))
-            };
-            match answer {
+            match exchange(session, &statement, &refs, limit) {
                 Some(result) => result.map_err(|e| self.failed(e)),
                 None => Err(self.late(session, limit)),
             }
@@ -230,10 +219,13 @@ impl Inner {
 
 impl SqlConnection for Inner {
     fn execute(&self, sql: &str, params: &[&str]) -> std::result::Result<u64, Failure> {
-        match self.run(sql, params, true)? {
-            Answer::Changed(changed) => Ok(changed),
-            Answer::Row(_) => Ok(0),
-        }
+        self.run(sql, params, |session, statement, params, limit| {
+            within(
+                &session.runtime,
+                limit,
+                session.client.execute(statement, params),
+            )
+        })
     }
 
     fn first_row(
@@ -241,10 +233,14 @@ impl SqlConnection for Inner {
         sql: &str,
         params: &[&str],
     ) -> std::result::Result<Option<Vec<String>>, Failure> {
-        match self.run(sql, params, false)? {
-            Answer::Row(row) => Ok(row),
-            Answer::Changed(_) => Ok(None),
-        }
+        self.run(sql, params, |session, statement, params, limit| {
+            within(
+                &session.runtime,
+                limit,
+                session.client.query_opt(statement, params),
+            )
+        })
+        .map(|row| row.map(|row| texts(&row)))
     }
 
     /// A session of Deadbolt's own never runs the application's transactions.
