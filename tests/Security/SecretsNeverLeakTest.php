@@ -76,7 +76,9 @@ final class SecretsNeverLeakTest extends DeadboltTestCase
                     $this->fail("$name accepted a malformed DSN");
                 } catch (\Deadbolt\Exception\InvalidArgumentException $e) {
                     $this->assertInstanceOf(\SensitiveParameterValue::class, $e->getTrace()[0]['args'][0] ?? null, $name);
-                    $shown = print_r($e->getTrace(), true).$e->getTraceAsString().$e;
+                    // The frames of the call and of the closure that made it: further up, the arguments are
+                    // PHPUnit's own objects, whose whole graph print_r() would render (gigabytes).
+                    $shown = print_r(\array_slice($e->getTrace(), 0, 2), true).$e->getTraceAsString().$e;
                     $this->assertStringNotContainsString($password, $shown, $name);
                 }
             }

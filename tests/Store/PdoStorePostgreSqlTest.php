@@ -4,14 +4,14 @@ declare(strict_types=1);
 
 namespace Deadbolt\Tests\Store;
 
-use Deadbolt\Exception\LockStorageException;
 use Deadbolt\LockFactory;
 use Deadbolt\Store\PdoStore;
+use Deadbolt\Tests\Support\MariaDbServer;
 use Deadbolt\Tests\Support\PostgresServer;
 
 /**
- * PdoStore on a private PostgreSQL server, and the server's own cases: a restart mid-hold (the row survives it, and a
- * store made from a DSN connects again), a server that is not there.
+ * PdoStore on a private PostgreSQL server, and PostgreSQL's own cases: the refresher on a session of Deadbolt's own
+ * (a pgsql: DSN), such a store in a CombinedStore.
  *
  * @requires extension pdo_pgsql
  *
@@ -20,18 +20,33 @@ use Deadbolt\Tests\Support\PostgresServer;
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pdo_pgsql')]
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
 #[\PHPUnit\Framework\Attributes\Group('no-redis')]
-final class PdoStorePostgreSqlTest extends PdoStoreTestCase
+final class PdoStorePostgreSqlTest extends PdoStoreServerTestCase
 {
     private static ?PostgresServer $server = null;
 
     public static function setUpBeforeClass(): void
     {
-        self::$server = PostgresServer::start();
+        self::$server = static::startServer();
     }
 
     public static function tearDownAfterClass(): void
     {
         self::$server = null;
+    }
+
+    protected static function startServer(): PostgresServer|MariaDbServer
+    {
+        return PostgresServer::start();
+    }
+
+    protected function durableCommits(PostgresServer|MariaDbServer $server): void
+    {
+        $server->pdo()->exec('ALTER DATABASE postgres SET synchronous_commit = on');
+    }
+
+    protected static function driver(): string
+    {
+        return 'pgsql';
     }
 
     protected static function dsn(): string
@@ -42,40 +57,6 @@ final class PdoStorePostgreSqlTest extends PdoStoreTestCase
     protected function now(): string
     {
         return 'CAST(EXTRACT(epoch FROM NOW()) AS INT)';
-    }
-
-    public function testAServerRestartKeepsACommittedLockAndTheStoreConnectsAgain(): void
-    {
-        $server = PostgresServer::start();
-        // The private server commits asynchronously (a throw-away server): this database waits for its commits to
-        // reach the log, as a production server's default does, so the stop below cannot lose the row.
-        $server->pdo()->exec('ALTER DATABASE postgres SET synchronous_commit = on');
-        $lock = (new LockFactory(new PdoStore($server->dsn())))->createLock(uniqid(__METHOD__, true), 60.0);
-        $this->assertTrue($lock->acquire());
-
-        $server->stop();
-        try {
-            $lock->isAcquired();
-            $this->fail('a stopped server is a storage failure');
-        } catch (LockStorageException $e) {
-            $this->assertStringStartsWith('PdoStore(pgsql: lock_keys) cannot connect', $e->getMessage());
-        }
-        $server->startAgain();
-
-        // The row is in the table: the lock outlived the restart, and its holder still holds it.
-        $this->assertTrue($lock->isAcquired());
-        $lock->refresh();
-
-        // A row the database lost (a failover to a replica that never had it, a restore): the holder sees it lost.
-        $server->pdo()->exec('DELETE FROM lock_keys');
-        $this->assertFalse($lock->isAcquired());
-        try {
-            $lock->refresh();
-            $this->fail('a refresh revived a lock whose row is gone');
-        } catch (\Deadbolt\Exception\LockConflictedException) {
-        }
-        $this->assertTrue($lock->acquire());
-        $lock->release();
     }
 
     public function testTheRefresherKeepsALockOfADsnStorePastItsTtl(): void
@@ -104,21 +85,4 @@ final class PdoStorePostgreSqlTest extends PdoStoreTestCase
         $lock->release();
     }
 
-    public function testAServerThatIsNotThereIsAStorageFailureWithoutThePassword(): void
-    {
-        $server = PostgresServer::start();
-        $dsn = $server->dsn(';password=s3cr3t');
-        $server->stop();
-        $lock = (new LockFactory(new PdoStore($dsn)))->createLock(uniqid(__METHOD__, true));
-
-        try {
-            $lock->acquire();
-            $this->fail('Acquired on a server that is gone.');
-        } catch (\Deadbolt\Exception\LockAcquiringException $e) {
-            $previous = $e->getPrevious();
-            $this->assertInstanceOf(LockStorageException::class, $previous);
-            $this->assertStringStartsWith('PdoStore(pgsql: lock_keys) cannot connect', $previous->getMessage());
-            $this->assertStringNotContainsString('s3cr3t', $previous->getMessage());
-        }
-    }
 }

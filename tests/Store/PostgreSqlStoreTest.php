@@ -12,7 +12,6 @@ use Deadbolt\LockFactory;
 use Deadbolt\Store\PostgreSqlStore;
 use Deadbolt\Store\StoreFactory;
 use Deadbolt\Tests\Support\Channel;
-use Deadbolt\Tests\Support\PhpProcess;
 use Deadbolt\Tests\Support\PostgresServer;
 
 /**
@@ -32,6 +31,7 @@ final class PostgreSqlStoreTest extends StoreContractTestCase
     use BlockingSharedStoreTestTrait;
     use BlockingStoreTestTrait;
     use NeverExpiringStoreTestTrait;
+    use SessionLockStoreTestTrait;
     use SharedStoreTestTrait;
 
     private static ?PostgresServer $server = null;
@@ -49,6 +49,11 @@ final class PostgreSqlStoreTest extends StoreContractTestCase
     protected function getStore(): object
     {
         return new PostgreSqlStore(self::$server->dsn());
+    }
+
+    protected function storeClassAndDsn(): array
+    {
+        return [PostgreSqlStore::class, self::$server->dsn()];
     }
 
     public function testALockIsSymfonysAdvisoryKeyInTheHoldersSession(): void
@@ -74,26 +79,6 @@ final class PostgreSqlStoreTest extends StoreContractTestCase
         $store->save($key);
         $this->assertTrue($store->exists($key));
         $this->assertStringNotContainsString('unused-with-trust', print_r($store, true));
-    }
-
-    public function testAKilledHoldersLockIsFreedAtOnce(): void
-    {
-        $resource = uniqid(__METHOD__, true);
-        $holder = PhpProcess::start(<<<'PHP'
-            $lock = (new Deadbolt\LockFactory(new Deadbolt\Store\PostgreSqlStore($vars['dsn'])))->createLock($vars['resource']);
-            echo $lock->acquire() ? "holding\n" : "refused\n";
-            fgets(STDIN);
-            PHP, ['resource' => $resource, 'dsn' => self::$server->dsn()]);
-        $this->assertSame('holding', $holder->readLine());
-        $lock = (new LockFactory($this->getStore()))->createLock($resource);
-        $this->assertFalse($lock->acquire(false));
-
-        posix_kill($holder->pid(), SIGKILL);
-        $this->assertSame(128 + SIGKILL, $holder->waitForExit());
-
-        // The server ends the dead process's session and frees its locks; a wait in its queue gets the lock then.
-        $this->assertTrue($lock->acquire(true, timeout: 60.0));
-        $lock->release();
     }
 
     public function testASessionTheServerEndsIsALostLock(): void
@@ -240,19 +225,5 @@ final class PostgreSqlStoreTest extends StoreContractTestCase
         $this->assertTrue($store->exists($b));
         $store->delete($b);
         $this->assertSame([], self::$server->advisoryLocks($resource));
-    }
-
-    /**
-     * A lock whose session ended was taken away: refresh() says it was lost, and isLost() turns true.
-     */
-    private function assertLostOnRefresh(\Deadbolt\Lock $lock): void
-    {
-        try {
-            $lock->refresh();
-            $this->fail('refreshed a lock whose session ended');
-        } catch (\Deadbolt\Exception\LockExpiredException $e) {
-            $this->assertStringContainsString('was lost', $e->getMessage());
-        }
-        $this->assertTrue($lock->isLost());
     }
 }
