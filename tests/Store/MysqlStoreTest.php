@@ -75,6 +75,24 @@ final class MysqlStoreTest extends StoreContractTestCase
         $lock->release();
     }
 
+    public function testACycleIsOneStatementToTakeAndOneToRelease(): void
+    {
+        $factory = new LockFactory($this->getStore());
+        $warm = $factory->createLock(uniqid(__METHOD__, true));
+        $this->assertTrue($warm->acquire());
+        $warm->release();
+        $monitor = self::$server->pdo();
+        $questions = static fn (): int => (int) $monitor->query("SHOW GLOBAL STATUS LIKE 'Questions'")->fetch(\PDO::FETCH_NUM)[1];
+
+        $before = $questions();
+        $lock = $factory->createLock(uniqid(__METHOD__, true), 30.0);
+        $this->assertTrue($lock->acquire());
+        $lock->release();
+        // The server counted the two statements and the monitor's second question: the lock taken was not asked
+        // about again (its TTL has nothing to extend on a lock that never expires).
+        $this->assertSame(3, $questions() - $before);
+    }
+
     public function testOptionsGiveTheCredentialsAsSymfonyLocksDo(): void
     {
         $dsn = 'mysql:host=127.0.0.1;port='.self::$server->port.';dbname=deadbolt';
