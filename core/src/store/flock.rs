@@ -410,13 +410,8 @@ impl Store for FlockStore {
     }
 
     fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
-        // flock locks never expire, so the key keeps no lifetime (as in symfony/lock); unlike
-        // symfony/lock, a key that does not hold the lock is told so.
-        if self.exists(key)? {
-            Ok(())
-        } else {
-            Err(Error::not_held(key.display_resource(), &self.name))
-        }
+        // flock locks never expire, so the key keeps no lifetime (as in symfony/lock).
+        crate::store::check_ownership(self, key)
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {

@@ -298,6 +298,20 @@ pub fn inspecting(store: &dyn Store) -> Result<&dyn InspectingStore> {
     })
 }
 
+/// `putOffExpiration` of a store whose locks never expire: nothing to extend, only the key's
+/// ownership is checked (unlike symfony/lock's such stores, a key that does not hold the lock is
+/// told so).
+///
+/// # Errors
+/// A not-held conflict when `key` does not hold the lock; the store's error when it fails.
+pub(crate) fn check_ownership(store: &dyn Store, key: &Key) -> Result<()> {
+    if store.exists(key)? {
+        Ok(())
+    } else {
+        Err(Error::not_held(key.display_resource(), store.name()))
+    }
+}
+
 /// Waits for `store`'s lock: natively where the store can, else by polling.
 ///
 /// # Errors

@@ -234,12 +234,8 @@ impl<C: SqlConnection> Store for MysqlStore<C> {
     }
 
     fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
-        // User-level locks never expire: only ownership is checked.
-        if self.exists(key)? {
-            Ok(())
-        } else {
-            Err(Error::not_held(key.display_resource(), &self.name))
-        }
+        // User-level locks never expire.
+        crate::store::check_ownership(self, key)
     }
 
     /// Releases the name, only for the key that took it (another key of this session may hold it).

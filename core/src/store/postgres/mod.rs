@@ -234,12 +234,8 @@ impl Store for PostgreSqlStore {
     }
 
     fn put_off_expiration(&self, key: &mut Key, _ttl: Ttl) -> Result<()> {
-        // Advisory locks never expire: only ownership is checked.
-        if self.exists(key)? {
-            Ok(())
-        } else {
-            Err(Error::not_held(key.display_resource(), &self.name))
-        }
+        // Advisory locks never expire.
+        crate::store::check_ownership(self, key)
     }
 
     fn delete(&self, key: &mut Key) -> Result<()> {
