@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::process::PerProcess;
-use crate::store::table::{key_id, Failure, SqlConnection};
+use crate::store::table::{key_id, statement_failed, Failure, SqlConnection};
 use crate::store::{poll, poll_interval, BlockingStore, Capabilities, Mode, Store, WaitReport};
 use crate::sync::Mutex;
 use crate::token::Token;
@@ -127,18 +127,8 @@ impl<C: SqlConnection> MysqlStore<C> {
 
     /// A failure, naming what was being done; the server's text quoted and bounded.
     fn failed(&self, action: &str, key: &Key, failure: Failure) -> Error {
-        match failure {
-            Failure::Client(error) => error,
-            Failure::Sql(sql) => Error::storage(
-                format!(
-                    "{} failed to {action} the \"{}\" lock: {}",
-                    self.name,
-                    key.display_resource(),
-                    crate::error::quoted(&sql.message)
-                ),
-                sql.message,
-            ),
-        }
+        let what = format!("{action} the \"{}\" lock", key.display_resource());
+        statement_failed(&self.name, &what, failure)
     }
 
     /// `GET_LOCK` answered NULL: the server failed the call (the session was killed meanwhile,

@@ -109,6 +109,21 @@ impl<C: SqlConnection + ?Sized> SqlConnection for Box<C> {
     }
 }
 
+/// The error for a statement `store` ran to `what` ("take the \"r\" lock"): the database's
+/// refusal worded with its text quoted and bounded; a client's failure as it is.
+pub(crate) fn statement_failed(store: &str, what: &str, failure: Failure) -> Error {
+    match failure {
+        Failure::Client(error) => error,
+        Failure::Sql(sql) => Error::storage(
+            format!(
+                "{store} failed to {what}: {}",
+                crate::error::quoted(&sql.message)
+            ),
+            sql.message,
+        ),
+    }
+}
+
 /// What a store is made of beside its connection.
 #[derive(Debug, Clone)]
 pub struct TableSettings {
@@ -178,17 +193,7 @@ impl<C: SqlConnection> TableStore<C> {
             || "its locks".to_owned(),
             |key| format!("the \"{}\" lock", key.display_resource()),
         );
-        match failure {
-            Failure::Client(error) => error,
-            Failure::Sql(sql) => Error::storage(
-                format!(
-                    "{} failed to {action} {lock}: {}",
-                    self.name,
-                    crate::error::quoted(&sql.message)
-                ),
-                sql.message,
-            ),
-        }
+        statement_failed(&self.name, &format!("{action} {lock}"), failure)
     }
 
     fn table_missing(&self, failure: &Failure) -> bool {
