@@ -35,22 +35,10 @@ start() {
   done
   kill -9 "$pid" 2>/dev/null; return 1
 }
-if [ -f "$dir/port" ]; then
-  port=$(cat "$dir/port")
-  start "$port" || { tail -20 "$dir/server.log" >&2; exit 1; }
-  echo "$port"
-  exit 0
+if ! start_on_port "$php" "$dir" start; then
+  tail -20 "$dir/server.log" >&2
+  echo "mariadb-start: could not start MariaDB" >&2
+  exit 1
 fi
-# A free port (scripts/lib/free-port.sh); one lost before the server binds it is tried again.
-for attempt in 1 2 3 4 5; do
-  port=$(free_port "$php")
-  if start "$port"; then
-    [ $fresh = 0 ] || "${client[@]}" -e 'CREATE DATABASE deadbolt'
-    echo "$port" > "$dir/port"
-    echo "$port"
-    exit 0
-  fi
-done
-tail -20 "$dir/server.log" >&2
-echo "mariadb-start: could not start MariaDB" >&2
-exit 1
+[ $fresh = 0 ] || "${client[@]}" -e 'CREATE DATABASE deadbolt'
+echo "$PORT"

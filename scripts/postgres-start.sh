@@ -26,21 +26,9 @@ start() {
   "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -s \
     -o "-p $1 -k $dir -h 127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start
 }
-if [ -f "$dir/port" ]; then
-  port=$(cat "$dir/port")
-  start "$port" || { cat "$dir/server.log" >&2; exit 1; }
-  echo "$port"
-  exit 0
+if ! start_on_port "$php" "$dir" start; then
+  cat "$dir/server.log" >&2
+  echo "postgres-start: could not start PostgreSQL" >&2
+  exit 1
 fi
-# A free port (scripts/lib/free-port.sh); one lost before the server binds it is tried again.
-for attempt in 1 2 3 4 5; do
-  port=$(free_port "$php")
-  if start "$port"; then
-    echo "$port" > "$dir/port"
-    echo "$port"
-    exit 0
-  fi
-done
-cat "$dir/server.log" >&2
-echo "postgres-start: could not start PostgreSQL" >&2
-exit 1
+echo "$PORT"
