@@ -204,6 +204,11 @@ fn member_arg(value: &mut Zval) -> PhpResult<(Member, bool)> {
     {
         return Ok(mysql.member());
     }
+    if let Some(postgres) =
+        ZendClassObject::<crate::postgres_store::PhpPostgreSqlStore>::from_zend_obj(object)
+    {
+        return Ok(postgres.member());
+    }
     let store = match ZendClassObject::<PhpCombinedStore>::from_zend_obj(object) {
         Some(combined) => combined.store_ref(),
         // It calls PHP: never from Drop (the Lock's end-of-request path releases it).

@@ -256,7 +256,7 @@ impl PdoConnection {
     fn run(&self, sql: &str, params: &[&str]) -> Result<Zval, Failure> {
         match self.run_once(sql, params) {
             Err(Failure::Sql(failure))
-                if matches!(self.source, Source::Dsn(..)) && connection_lost(&failure) =>
+                if matches!(self.source, Source::Dsn(..)) && failure.connection_lost() =>
             {
                 // Its statements first: they keep the \PDO (and its socket) alive.
                 self.prepared.borrow_mut().clear();
@@ -346,24 +346,6 @@ impl PdoConnection {
             source: None,
         })
     }
-}
-
-/// Whether a failure says the connection is gone: SQLSTATE class 08, PostgreSQL's shutdown codes
-/// (57P01-57P03), MySQL's "server has gone away" and "lost connection" (2006, 2013), and libpq's
-/// words for a closed connection, which pdo_pgsql reports as a general error (HY000, code 7).
-fn connection_lost(failure: &SqlFailure) -> bool {
-    const LIBPQ_CLOSED: [&str; 3] = [
-        "no connection to the server",
-        "server closed the connection unexpectedly",
-        "terminating connection",
-    ];
-    failure.sqlstate.starts_with("08")
-        || matches!(failure.sqlstate.as_str(), "57P01" | "57P02" | "57P03")
-        || matches!(failure.code, 2006 | 2013)
-        || (failure.sqlstate == "HY000"
-            && LIBPQ_CLOSED
-                .iter()
-                .any(|words| failure.message.contains(words)))
 }
 
 fn text(value: &str) -> Zval {

@@ -1,20 +1,33 @@
 //! `Deadbolt\Store\PostgreSqlStore`: locks as PostgreSQL advisory locks, on symfony/lock's
-//! `PostgreSqlStore` keys, by DSN (PDO's `pgsql:` form or libpq's URL), with symfony/lock's
-//! `db_username` and `db_password` options. Each process connects once, on its first lock.
+//! `PostgreSqlStore` keys, by DSN (PDO's `pgsql:` form or libpq's URL, with symfony/lock's
+//! `db_username` and `db_password` options: each process connects once, on its first lock), or
+//! on the application's `\PDO` of the `pgsql` driver.
 // PHP takes parameter names from the Rust names, and symfony/lock spells them in camelCase.
 #![allow(non_snake_case)]
 
-use std::rc::Rc;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
 
-use deadbolt_core::{PostgreSqlStore, PostgresServer};
+use deadbolt_core::{Member, PdoPostgreSqlStore, PostgreSqlStore, PostgresServer, StoreRef};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, Zval};
-use ext_php_rs::zend::ClassEntry;
 
-use crate::error_map::{invalid_argument, to_php, type_error};
+use crate::error_map::{invalid_argument, to_php};
 use crate::key::PhpKey;
+use crate::pdo_connection::{app_pdo_driver, PdoConnection};
 use crate::store_contract::{store_class_methods, Contract};
+
+thread_local! {
+    /// The store on each of the application's `\\PDO`s, by object handle (unique while the store
+    /// keeps its `\\PDO`): every store object on one `\\PDO` is one session, whose locks
+    /// PostgreSQL grants again to it, so they share what its keys hold and exclude each other.
+    static ON_APP_PDO: RefCell<HashMap<u32, Weak<PdoPostgreSqlStore<PdoConnection>>>> =
+        RefCell::default();
+}
+
+const CLASS: &str = "Deadbolt\\Store\\PostgreSqlStore";
 
 #[php_class]
 #[php(name = "Deadbolt\\Store\\PostgreSqlStore")]
@@ -22,44 +35,82 @@ use crate::store_contract::{store_class_methods, Contract};
 #[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
 #[php(implements(crate::interfaces::PhpInterfaceBlockingSharedLockStoreInterface))]
 pub struct PhpPostgreSqlStore {
-    pub(crate) inner: Rc<PostgreSqlStore>,
+    engine: Engine,
+}
+
+/// The store, by the session it takes its locks on.
+enum Engine {
+    /// A session of Deadbolt's own per process (a DSN): callable from any thread.
+    Native(Rc<PostgreSqlStore>),
+    /// The application's `\PDO`: called on PHP's thread only, never from `Drop`.
+    Php(Rc<PdoPostgreSqlStore<PdoConnection>>),
 }
 
 impl PhpPostgreSqlStore {
     fn engine(&self) -> &dyn deadbolt_core::Store {
-        self.inner.as_ref()
+        match &self.engine {
+            Engine::Native(store) => store.as_ref(),
+            Engine::Php(store) => store.as_ref(),
+        }
     }
 
-    /// A store on the server `connection` names, with symfony/lock's options.
+    /// The store for a Lock.
+    pub(crate) fn store_ref(&self) -> StoreRef {
+        match &self.engine {
+            Engine::Native(store) => StoreRef::Owned(store.clone()),
+            Engine::Php(store) => StoreRef::Lent(store.clone()),
+        }
+    }
+
+    /// The store as a member of a combined store, and whether it calls PHP.
+    pub(crate) fn member(&self) -> (Member, bool) {
+        match &self.engine {
+            Engine::Native(store) => (Member::Anywhere(store.clone()), false),
+            Engine::Php(store) => (Member::Here(store.clone()), true),
+        }
+    }
+
+    /// A store on the server `connection` names, or on the application's `\PDO`, with
+    /// symfony/lock's options.
     pub(crate) fn open(connection: &Zval, options: Option<&ZendHashTable>) -> PhpResult<Self> {
-        let Some(dsn) = connection.str() else {
-            // A \PDO or a subclass (PHP 8.4's Pdo\Pgsql, an application's own).
-            let pdo = ClassEntry::try_find("PDO");
-            if connection
-                .object()
-                .zip(pdo)
-                .is_some_and(|(o, pdo)| o.instance_of(pdo))
-            {
-                return Err(invalid_argument(
-                    "Deadbolt's PostgreSqlStore connects by itself (a session of its own per \
-                     process, which its waits and its lost-lock checks need): give it the DSN \
-                     your \\PDO was made with, e.g. \"pgsql:host=HOST;dbname=DB\", with \
-                     ['db_username' => ..., 'db_password' => ...] or password_env=VARIABLE."
-                        .into(),
-                ));
-            }
-            return Err(type_error(format!(
-                "Deadbolt\\Store\\PostgreSqlStore::__construct(): Argument #1 ($connOrDsn) must \
-                 be of type string, {} given",
-                crate::args::debug_type(connection)
-            )));
-        };
         let (user, password) = credentials(options)?;
+        let Some(dsn) = connection.str() else {
+            return Self::on_app_pdo(connection);
+        };
         let server = PostgresServer::of_dsn_with(dsn, user.as_deref(), password.as_deref())
             .map_err(to_php)?;
         let store = PostgreSqlStore::new(server).map_err(to_php)?;
         Ok(PhpPostgreSqlStore {
-            inner: Rc::new(store),
+            engine: Engine::Native(Rc::new(store)),
+        })
+    }
+
+    /// A store on the application's `\PDO` (a subclass too: PHP 8.4's `Pdo\Pgsql`, the
+    /// application's own), which must be of the `pgsql` driver.
+    fn on_app_pdo(connection: &Zval) -> PhpResult<Self> {
+        let driver = app_pdo_driver(connection, CLASS)?;
+        if driver != "pgsql" {
+            return Err(invalid_argument(format!(
+                "The adapter \"{CLASS}\" does not support the \"{}\" driver: it takes \
+                 PostgreSQL's advisory locks, on a \\PDO of the \"pgsql\" driver.",
+                deadbolt_core::quoted_server_text(&driver)
+            )));
+        }
+        let handle = connection.object().map_or(0, |object| object.handle);
+        let store = ON_APP_PDO.with(|stores| {
+            let mut stores = stores.borrow_mut();
+            stores.retain(|_, store| store.strong_count() > 0);
+            if let Some(store) = stores.get(&handle).and_then(Weak::upgrade) {
+                return store;
+            }
+            let shown = "PostgreSqlStore(the application's \\PDO)".to_owned();
+            let connection = PdoConnection::of_app(connection, shown.clone());
+            let store = Rc::new(PdoPostgreSqlStore::new(connection, shown));
+            stores.insert(handle, Rc::downgrade(&store));
+            store
+        });
+        Ok(PhpPostgreSqlStore {
+            engine: Engine::Php(store),
         })
     }
 }
@@ -107,7 +158,8 @@ pub(crate) fn advisory_dsn(dsn: &str) -> Option<String> {
 
 store_class_methods!(PhpPostgreSqlStore {
     /// `$connOrDsn`: `pgsql:host=HOST;port=PORT;dbname=DB[;user=U;sslmode=M;...]` or
-    /// `postgresql://USER@HOST:PORT/DB[?...]`; `$options`: `db_username`, `db_password`.
+    /// `postgresql://USER@HOST:PORT/DB[?...]`, or a `\PDO` of the pgsql driver (in exception
+    /// mode); `$options`: `db_username`, `db_password`.
     pub fn __construct(connOrDsn: &Zval, options: Option<&ZendHashTable>) -> PhpResult<Self> {
         Self::open(connOrDsn, options)
     }

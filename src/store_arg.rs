@@ -47,5 +47,10 @@ fn native_store(object: &ZendObject) -> Option<StoreRef> {
     {
         return Some(mysql.store_ref());
     }
+    if let Some(postgres) =
+        ZendClassObject::<crate::postgres_store::PhpPostgreSqlStore>::from_zend_obj(object)
+    {
+        return Some(postgres.store_ref());
+    }
     None
 }

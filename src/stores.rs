@@ -137,7 +137,7 @@ impl crate::zend_object::DebugInfo for PhpInMemoryStore {
 
 /// The engine store behind one of the store classes that wrap one engine store each, callable from
 /// any thread (a combined store asks it alongside the others): the one-host stores above,
-/// `Deadbolt\Store\MemcachedStore` and `Deadbolt\Store\PostgreSqlStore`.
+/// `Deadbolt\Store\MemcachedStore`.
 pub(crate) fn plain_store(
     object: &ext_php_rs::types::ZendObject,
 ) -> Option<Rc<dyn deadbolt_core::Store + Sync>> {
@@ -155,11 +155,6 @@ pub(crate) fn plain_store(
         ZendClassObject::<crate::memcached_store::PhpMemcachedStore>::from_zend_obj(object)
     {
         return Some(memcached.inner.clone());
-    }
-    if let Some(postgres) =
-        ZendClassObject::<crate::postgres_store::PhpPostgreSqlStore>::from_zend_obj(object)
-    {
-        return Some(postgres.inner.clone());
     }
     None
 }

@@ -69,7 +69,9 @@ pub use store::flock_path::lock_file_name;
 pub use store::memcached::{MemcachedServer, MemcachedStore};
 pub use store::memory::InMemoryStore;
 pub use store::mysql::{lock_name as mysql_lock_name, MysqlStore};
-pub use store::postgres::{advisory_key, PostgreSqlStore, PostgresServer, PostgresTable};
+pub use store::postgres::{
+    advisory_key, PdoPostgreSqlStore, PostgreSqlStore, PostgresServer, PostgresTable,
+};
 pub use store::redis::calls::ScriptCall;
 pub use store::redis::native::read_unread_replies;
 pub use store::redis::native::NativeTransport;

@@ -23,6 +23,7 @@ trait BlockingSharedStoreTestTrait
         $store = $this->getStore();
         $resource = uniqid(__METHOD__, true);
         $child = $this->fork(function (Channel $parent) use ($store, $resource): void {
+            $store = $this->storeInAChild($store);
             $key = new Key($resource);
             $store->saveRead($key);
             $parent->send('holding');

@@ -55,6 +55,7 @@ trait BlockingStoreTestTrait
         $store = $this->getStore();
         $parentPid = posix_getpid();
         $child = $this->fork(function (Channel $parent) use ($store, $resource, $childSave, $parentPid): void {
+            $store = $this->storeInAChild($store);
             $key = new Key($resource);
             $store->$childSave($key);
             $parent->send('holding');

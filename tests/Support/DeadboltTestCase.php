@@ -62,6 +62,15 @@ abstract class DeadboltTestCase extends TestCase
     }
 
     /**
+     * The store a forked child uses where the parent uses $store: the same object, for every store that keeps a
+     * forked child apart by itself; one of the child's own where the store runs on a connection of the application's.
+     */
+    protected function storeInAChild(object $store): object
+    {
+        return $store;
+    }
+
+    /**
      * @param array<string, mixed> $vars
      */
     protected function spawn(string $code, array $vars = []): PhpProcess

@@ -71,6 +71,27 @@ pub struct SqlFailure {
     pub message: String,
 }
 
+impl SqlFailure {
+    /// Whether it says the connection is gone (with it, the session and every lock it held):
+    /// SQLSTATE class 08, PostgreSQL's shutdown codes (57P01-57P03), MySQL's "server has gone
+    /// away" and "lost connection" (2006, 2013), and libpq's words for a closed connection, which
+    /// pdo_pgsql reports as a general error (HY000, code 7).
+    pub fn connection_lost(&self) -> bool {
+        const LIBPQ_CLOSED: [&str; 3] = [
+            "no connection to the server",
+            "server closed the connection unexpectedly",
+            "terminating connection",
+        ];
+        self.sqlstate.starts_with("08")
+            || matches!(self.sqlstate.as_str(), "57P01" | "57P02" | "57P03")
+            || matches!(self.code, 2006 | 2013)
+            || (self.sqlstate == "HY000"
+                && LIBPQ_CLOSED
+                    .iter()
+                    .any(|words| self.message.contains(words)))
+    }
+}
+
 /// The table's names: symfony/lock's options `db_table`, `db_id_col`, `db_token_col`,
 /// `db_expiration_col`, with its defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
