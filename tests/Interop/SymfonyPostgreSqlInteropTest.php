@@ -99,6 +99,28 @@ final class SymfonyPostgreSqlInteropTest extends DeadboltTestCase
         $this->assertTrue($this->symfonyLock($resource)->acquire(false));
     }
 
+    /** Both libraries on the application's \PDO (a session each), as each takes one: the same lock. */
+    public function testBothLibrariesOnTheApplicationsPdoAreOneLock(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $symfony = (new SymfonyLockFactory(new SymfonyPostgreSqlStore(self::$server->pdo())))->createLock($resource, 30.0);
+        $deadbolt = (new LockFactory(new PostgreSqlStore(self::$server->pdo())))->createLock($resource, 30.0);
+
+        $this->assertTrue($symfony->acquire(false));
+        $this->assertFalse($deadbolt->acquire(false));
+        $this->assertFalse($deadbolt->acquireRead(false));
+        $symfony->release();
+
+        $this->assertTrue($deadbolt->acquireRead(false));
+        $this->assertTrue($symfony->acquireRead(false), 'readers share');
+        $symfony->release();
+        $this->assertTrue($deadbolt->acquire(false), 'promoted once the other reader left');
+        $this->assertFalse($symfony->acquire(false));
+        $deadbolt->release();
+        $this->assertTrue($symfony->acquire(false));
+        $symfony->release();
+    }
+
     public function testAKilledDeadboltHoldersLockIsFreedForSymfony(): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -29,11 +29,17 @@ use Deadbolt\Key;
  * - The DSN must reach PostgreSQL itself, or a pooler in session mode: a pooler in transaction mode (PgBouncer's
  *   pool_mode = transaction) would hand the session, and its locks, to other clients.
  * - No fencing tokens (nothing counts holds). Two resources whose crc32 is the same are one lock, as in symfony/lock.
+ * - On the application's \PDO (pgsql driver, ERRMODE_EXCEPTION), the locks live in the application's own session: a
+ *   wait queues in the server with a lock_timeout for that statement only, and polls inside the application's
+ *   transaction (a lock timeout would abort it). Deadbolt never reconnects it: once the session ended, its locks read
+ *   as lost. A forked child is refused the parent's connection, and a child that ends normally ends the parent's
+ *   session (PHP's PDO says goodbye on the shared socket): a process that forks while it holds locks gives a DSN.
  */
 final class PostgreSqlStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
 {
     /**
-     * @param string               $connOrDsn PDO's DSN, pgsql:host=HOST;port=PORT;dbname=DB[;user=USER][;sslmode=MODE]
+     * @param \PDO|string          $connOrDsn a \PDO of the pgsql driver in ERRMODE_EXCEPTION, or PDO's DSN,
+     *                                        pgsql:host=HOST;port=PORT;dbname=DB[;user=USER][;sslmode=MODE]
      *                                        (what symfony/lock's PostgreSqlStore takes), or
      *                                        postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?KEY=VALUE&...]. Keys: host (a
      *                                        directory is a unix socket), port, dbname, user, password, password_env
@@ -44,7 +50,7 @@ final class PostgreSqlStore implements BlockingStoreInterface, BlockingSharedLoc
      * @param array<string, mixed> $options   symfony/lock's db_username and db_password (the DSN's own win)
      *
      * @throws \Deadbolt\Exception\InvalidArgumentException for a DSN this store cannot use (the message never repeats it),
-     *                                                      an unknown option, or a \PDO (give the DSN it was made with)
+     *                                                      an unknown option, or a \PDO of another driver or error mode
      */
     public function __construct(#[\SensitiveParameter] mixed $connOrDsn, #[\SensitiveParameter] ?array $options = null)
     {
