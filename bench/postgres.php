@@ -16,6 +16,7 @@
  *                                   prepared anew by PDO's emulation off: round trips as PDO makes them)
  *   Deadbolt PostgreSqlStore        the same cycle through Deadbolt\LockFactory (pg_try_advisory_lock; on release
  *                                   pg_advisory_unlock: two round trips on statements prepared once per session)
+ *   Deadbolt PostgreSqlStore (\PDO) the same on the application's \PDO (the same two statements, through PHP's PDO)
  *
  * Each variant locks names of its own. After a warm-up, every round runs each variant for `cycles` cycles, the order
  * rotating from round to round; the table shows the median round per variant and ratios to the anchors.
@@ -34,6 +35,7 @@ require_once __DIR__ . '/support/stats.php';
 const RAW = 'raw PDO advisory lock + unlock';
 const SYMFONY = 'symfony/lock PostgreSqlStore';
 const DEADBOLT = 'Deadbolt PostgreSqlStore';
+const DEADBOLT_PDO = 'Deadbolt PostgreSqlStore (\\PDO)';
 
 $cli = new Cli('bench/postgres.php', 'usage: php bench/postgres.php [cycles=5000] [names=64] [rounds=5]');
 $args = array_slice($argv, 1);
@@ -93,6 +95,12 @@ if (deadboltLoaded()) {
         new Deadbolt\LockFactory(new Deadbolt\Store\PostgreSqlStore($dsn)),
         $namesFor('deadbolt'),
     );
+    if (extension_loaded('pdo_pgsql')) {
+        $variants[DEADBOLT_PDO] = factoryCycle(
+            new Deadbolt\LockFactory(new Deadbolt\Store\PostgreSqlStore(new PDO($dsn, null, null, [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]))),
+            $namesFor('deadbolt-pdo'),
+        );
+    }
 } else {
     $notes[] = 'The deadbolt extension is not loaded: only the anchors were measured. Run'
         . ' php -d extension=target/release/libdeadbolt.so bench/postgres.php';
