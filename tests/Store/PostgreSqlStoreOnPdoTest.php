@@ -199,6 +199,26 @@ final class PostgreSqlStoreOnPdoTest extends StoreContractTestCase
         }
     }
 
+    public function testAServerRestartIsALostLock(): void
+    {
+        $server = PostgresServer::start();
+        $lock = (new LockFactory(new PostgreSqlStore($server->pdo())))->createLock(uniqid(__METHOD__, true));
+        $this->assertTrue($lock->acquire());
+
+        $server->stop();
+        $server->startAgain();
+
+        $this->assertLostOnRefresh($lock);
+        $this->assertFalse($lock->isAcquired());
+        try {
+            $lock->acquire(false);
+            $this->fail('took a lock on the session the restart ended');
+        } catch (\Deadbolt\Exception\LockAcquiringException $e) {
+            $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+        }
+        $this->assertTrue((new LockFactory(new PostgreSqlStore($server->pdo())))->createLock('fresh')->acquire(false), 'a new \PDO takes locks again');
+    }
+
     public function testAForkedChildIsKeptOffItsParentsConnection(): void
     {
         $resource = uniqid(__METHOD__, true);
