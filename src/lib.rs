@@ -28,6 +28,7 @@ mod redis_store;
 mod semaphore;
 mod store_arg;
 mod store_contract;
+mod store_engine;
 mod store_factory;
 mod stores;
 mod user_store;

@@ -18,6 +18,7 @@ use crate::key::PhpKey;
 use crate::pdo_connection::{app_pdo_driver, ConnectionOptions, DsnSource, PdoConnection};
 use crate::php_param::Float;
 use crate::store_contract::{store_class_methods, Contract};
+use crate::store_engine::Engine;
 
 /// symfony/lock's defaults: `$gcProbability`, `$initialTtl`.
 pub(crate) const DEFAULT_GC_PROBABILITY: f64 = 0.01;
@@ -29,40 +30,22 @@ pub(crate) const DEFAULT_INITIAL_TTL: f64 = 300.0;
 // Blocking as InMemoryStore is: waitAndSave() polls, in the engine (a table tells no one of a release).
 #[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
 pub struct PhpPdoStore {
-    engine: Engine,
-}
-
-/// The store, by the connection it runs on.
-enum Engine {
-    /// A PostgreSQL session of Deadbolt's own (a `pgsql:` DSN): callable from any thread, so
-    /// the refresher extends its locks.
-    Native(Rc<TableStore<PostgresTable>>),
-    /// PHP's `\PDO`: called on PHP's thread only, never from `Drop`.
-    Php(Rc<TableStore<PdoConnection>>),
+    engine: Engine<TableStore<PostgresTable>, TableStore<PdoConnection>>,
 }
 
 impl PhpPdoStore {
     fn engine(&self) -> &dyn deadbolt_core::Store {
-        match &self.engine {
-            Engine::Native(store) => store.as_ref(),
-            Engine::Php(store) => store.as_ref(),
-        }
+        self.engine.store()
     }
 
     /// The store for a Lock.
     pub(crate) fn store_ref(&self) -> StoreRef {
-        match &self.engine {
-            Engine::Native(store) => StoreRef::Owned(store.clone()),
-            Engine::Php(store) => StoreRef::Lent(store.clone()),
-        }
+        self.engine.store_ref()
     }
 
     /// The store as a member of a combined store, and whether it calls PHP.
     pub(crate) fn member(&self) -> (Member, bool) {
-        match &self.engine {
-            Engine::Native(store) => (Member::Anywhere(store.clone()), false),
-            Engine::Php(store) => (Member::Here(store.clone()), true),
-        }
+        self.engine.member()
     }
 
     fn make_table(&self) -> deadbolt_core::Result<()> {

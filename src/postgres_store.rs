@@ -18,10 +18,11 @@ use crate::error_map::{invalid_argument, to_php};
 use crate::key::PhpKey;
 use crate::pdo_connection::{app_pdo_driver, PdoConnection};
 use crate::store_contract::{store_class_methods, Contract};
+use crate::store_engine::Engine;
 
 thread_local! {
-    /// The store on each of the application's `\\PDO`s, by object handle (unique while the store
-    /// keeps its `\\PDO`): every store object on one `\\PDO` is one session, whose locks
+    /// The store on each of the application's `\PDO`s, by object handle (unique while the store
+    /// keeps its `\PDO`): every store object on one `\PDO` is one session, whose locks
     /// PostgreSQL grants again to it, so they share what its keys hold and exclude each other.
     static ON_APP_PDO: RefCell<HashMap<u32, Weak<PdoPostgreSqlStore<PdoConnection>>>> =
         RefCell::default();
@@ -35,39 +36,22 @@ const CLASS: &str = "Deadbolt\\Store\\PostgreSqlStore";
 #[php(implements(crate::interfaces::PhpInterfaceBlockingStoreInterface))]
 #[php(implements(crate::interfaces::PhpInterfaceBlockingSharedLockStoreInterface))]
 pub struct PhpPostgreSqlStore {
-    engine: Engine,
-}
-
-/// The store, by the session it takes its locks on.
-enum Engine {
-    /// A session of Deadbolt's own per process (a DSN): callable from any thread.
-    Native(Rc<PostgreSqlStore>),
-    /// The application's `\PDO`: called on PHP's thread only, never from `Drop`.
-    Php(Rc<PdoPostgreSqlStore<PdoConnection>>),
+    engine: Engine<PostgreSqlStore, PdoPostgreSqlStore<PdoConnection>>,
 }
 
 impl PhpPostgreSqlStore {
     fn engine(&self) -> &dyn deadbolt_core::Store {
-        match &self.engine {
-            Engine::Native(store) => store.as_ref(),
-            Engine::Php(store) => store.as_ref(),
-        }
+        self.engine.store()
     }
 
     /// The store for a Lock.
     pub(crate) fn store_ref(&self) -> StoreRef {
-        match &self.engine {
-            Engine::Native(store) => StoreRef::Owned(store.clone()),
-            Engine::Php(store) => StoreRef::Lent(store.clone()),
-        }
+        self.engine.store_ref()
     }
 
     /// The store as a member of a combined store, and whether it calls PHP.
     pub(crate) fn member(&self) -> (Member, bool) {
-        match &self.engine {
-            Engine::Native(store) => (Member::Anywhere(store.clone()), false),
-            Engine::Php(store) => (Member::Here(store.clone()), true),
-        }
+        self.engine.member()
     }
 
     /// A store on the server `connection` names, or on the application's `\PDO`, with

@@ -30,35 +30,12 @@ use Deadbolt\Tests\Support\PostgresServer;
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
 #[\PHPUnit\Framework\Attributes\Group('no-redis')]
-final class PostgreSqlStoreOnPdoTest extends StoreContractTestCase
+final class PostgreSqlStoreOnPdoTest extends PostgreSqlStoreTestCase
 {
-    use BlockingSharedStoreTestTrait;
-    use BlockingStoreTestTrait;
-    use NeverExpiringStoreTestTrait;
-    use SessionLockStoreTestTrait;
-    use SharedStoreTestTrait;
-
-    private static ?PostgresServer $server = null;
-
-    public static function setUpBeforeClass(): void
-    {
-        self::$server = PostgresServer::start();
-    }
-
-    public static function tearDownAfterClass(): void
-    {
-        self::$server = null;
-    }
-
     /** A store on a \PDO of its own: each store is a session apart, as two applications' are. */
     protected function getStore(): object
     {
         return new PostgreSqlStore(self::$server->pdo());
-    }
-
-    protected function storeClassAndDsn(): array
-    {
-        return [PostgreSqlStore::class, self::$server->dsn()];
     }
 
     /**

@@ -26,34 +26,11 @@ use Deadbolt\Tests\Support\PostgresServer;
  */
 #[\PHPUnit\Framework\Attributes\RequiresPhpExtension('pcntl')]
 #[\PHPUnit\Framework\Attributes\Group('no-redis')]
-final class PostgreSqlStoreTest extends StoreContractTestCase
+final class PostgreSqlStoreTest extends PostgreSqlStoreTestCase
 {
-    use BlockingSharedStoreTestTrait;
-    use BlockingStoreTestTrait;
-    use NeverExpiringStoreTestTrait;
-    use SessionLockStoreTestTrait;
-    use SharedStoreTestTrait;
-
-    private static ?PostgresServer $server = null;
-
-    public static function setUpBeforeClass(): void
-    {
-        self::$server = PostgresServer::start();
-    }
-
-    public static function tearDownAfterClass(): void
-    {
-        self::$server = null;
-    }
-
     protected function getStore(): object
     {
         return new PostgreSqlStore(self::$server->dsn());
-    }
-
-    protected function storeClassAndDsn(): array
-    {
-        return [PostgreSqlStore::class, self::$server->dsn()];
     }
 
     public function testALockIsSymfonysAdvisoryKeyInTheHoldersSession(): void

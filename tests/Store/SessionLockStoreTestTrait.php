@@ -46,7 +46,7 @@ trait SessionLockStoreTestTrait
     /**
      * A lock whose session ended was taken away: refresh() says it was lost, and isLost() turns true.
      */
-    private function assertLostOnRefresh(\Deadbolt\Lock $lock): void
+    protected function assertLostOnRefresh(\Deadbolt\Lock $lock): void
     {
         try {
             $lock->refresh();
