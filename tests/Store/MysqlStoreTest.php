@@ -124,6 +124,26 @@ final class MysqlStoreTest extends StoreContractTestCase
         $this->assertTrue((new LockFactory($this->getStore()))->createLock($resource)->acquire(false), 'free for anyone');
     }
 
+    public function testASessionOfTheApplicationsPdoTheServerEndsIsALostLock(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $lock = (new LockFactory(new MysqlStore(self::$server->pdo())))->createLock($resource);
+        $this->assertTrue($lock->acquire());
+
+        self::$server->pdo()->exec('KILL '.$this->holderOf($resource));
+
+        // Nobody makes the application's connection again: the lock went with its session.
+        $this->assertLostOnRefresh($lock);
+        $this->assertFalse($lock->isAcquired());
+        $this->assertTrue((new LockFactory($this->getStore()))->createLock($resource)->acquire(false), 'free for anyone');
+        try {
+            $lock->acquire(false);
+            $this->fail('took a lock on a session that ended');
+        } catch (\Deadbolt\Exception\LockAcquiringException $e) {
+            $this->assertInstanceOf(LockStorageException::class, $e->getPrevious());
+        }
+    }
+
     public function testAServerRestartIsALostLock(): void
     {
         $server = MariaDbServer::start();

@@ -111,17 +111,26 @@ impl<C: SqlConnection> MysqlStore<C> {
             .connection
             .first_row(sql, params)
             .map_err(|failure| self.failed(action, key, failure))?;
-        match row.as_deref() {
-            Some([value, session]) => Ok((value.clone(), session.clone())),
-            _ => Err(Error::Storage {
-                message: format!(
-                    "{} failed to {action} the \"{}\" lock: the server's answer has no value and \
-                     session.",
-                    self.name,
-                    key.display_resource()
-                ),
-                source: None,
-            }),
+        Self::value_and_session(row.as_deref()).ok_or_else(|| self.no_value(key, action))
+    }
+
+    /// A statement's row: its value and the session it ran on.
+    fn value_and_session(row: Option<&[String]>) -> Option<(String, String)> {
+        match row {
+            Some([value, session]) => Some((value.clone(), session.clone())),
+            _ => None,
+        }
+    }
+
+    fn no_value(&self, key: &Key, action: &str) -> Error {
+        Error::Storage {
+            message: format!(
+                "{} failed to {action} the \"{}\" lock: the server's answer has no value and \
+                 session.",
+                self.name,
+                key.display_resource()
+            ),
+            source: None,
         }
     }
 
@@ -174,9 +183,20 @@ impl<C: SqlConnection> MysqlStore<C> {
     }
 
     /// Whether this session still holds `name` (for the key the holds say): false once the
-    /// connection was made again, or the server no longer counts it as this session's.
+    /// connection was made again, or the server no longer counts it as this session's, or the
+    /// connection is gone (the application's `\PDO`, which nobody makes again: the server freed
+    /// the session's locks when it ended).
     fn holds(&self, session: &mut Session, name: &str, key: &Key) -> Result<bool> {
-        let (holder, id) = self.ask(HOLDER, &[name], "read", key)?;
+        let row = match self.connection.first_row(HOLDER, &[name]) {
+            Err(Failure::Sql(sql)) if sql.connection_lost() => {
+                session.holds.clear();
+                session.id = None;
+                return Ok(false);
+            }
+            row => row.map_err(|failure| self.failed("read", key, failure))?,
+        };
+        let (holder, id) =
+            Self::value_and_session(row.as_deref()).ok_or_else(|| self.no_value(key, "read"))?;
         session.ran_on(&id);
         let held = holder == id && session.holds.contains_key(name);
         if !held {
