@@ -56,4 +56,20 @@ trait SessionLockStoreTestTrait
         }
         $this->assertTrue($lock->isLost());
     }
+
+    /**
+     * A lock on the application's connection whose session ended: nobody makes that connection again, so the lock is
+     * lost (as assertLostOnRefresh() says), and taking one on the dead session is a storage failure, never a success.
+     */
+    protected function assertLostWithTheApplicationsSession(\Deadbolt\Lock $lock): void
+    {
+        $this->assertLostOnRefresh($lock);
+        $this->assertFalse($lock->isAcquired());
+        try {
+            $lock->acquire(false);
+            $this->fail('took a lock on a session that ended');
+        } catch (\Deadbolt\Exception\LockAcquiringException $e) {
+            $this->assertInstanceOf(\Deadbolt\Exception\LockStorageException::class, $e->getPrevious());
+        }
+    }
 }
