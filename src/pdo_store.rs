@@ -52,6 +52,7 @@ impl PhpPdoStore {
         match &self.engine {
             Engine::Native(store) => store.create_table(),
             Engine::Php(store) => store.create_table(),
+            Engine::Refused(store) => Err(store.error()),
         }
     }
 

@@ -9,7 +9,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
-use deadbolt_core::{Member, PdoPostgreSqlStore, PostgreSqlStore, PostgresServer, StoreRef};
+use deadbolt_core::{
+    Member, PdoPostgreSqlStore, PostgreSqlStore, PostgresServer, RefusingStore, StoreRef,
+};
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, Zval};
@@ -61,6 +63,9 @@ impl PhpPostgreSqlStore {
         let Some(dsn) = connection.str() else {
             return Self::on_app_pdo(connection);
         };
+        if let Some(driver) = other_driver(dsn) {
+            return Ok(Self::refusing_driver(driver));
+        }
         let server = PostgresServer::of_dsn_with(dsn, user.as_deref(), password.as_deref())
             .map_err(to_php)?;
         let store = PostgreSqlStore::new(server).map_err(to_php)?;
@@ -74,11 +79,7 @@ impl PhpPostgreSqlStore {
     fn on_app_pdo(connection: &Zval) -> PhpResult<Self> {
         let driver = app_pdo_driver(connection, CLASS)?;
         if driver != "pgsql" {
-            return Err(invalid_argument(format!(
-                "The adapter \"{CLASS}\" does not support the \"{}\" driver: it takes \
-                 PostgreSQL's advisory locks, on a \\PDO of the \"pgsql\" driver.",
-                deadbolt_core::quoted_server_text(&driver)
-            )));
+            return Err(invalid_argument(unsupported_driver(&driver)));
         }
         let handle = connection.object().map_or(0, |object| object.handle);
         let store = ON_APP_PDO.with(|stores| {
@@ -97,6 +98,49 @@ impl PhpPostgreSqlStore {
             engine: Engine::Php(store),
         })
     }
+}
+
+impl PhpPostgreSqlStore {
+    /// A store on a DSN of another database, which refuses every call (symfony/lock's store
+    /// checks the driver when it first connects, not when it is made).
+    fn refusing_driver(driver: &str) -> Self {
+        let name = format!(
+            "PostgreSqlStore(a \"{}\" DSN)",
+            deadbolt_core::quoted_server_text(driver)
+        );
+        PhpPostgreSqlStore {
+            engine: Engine::Refused(Rc::new(RefusingStore::new(
+                name,
+                unsupported_driver(driver),
+            ))),
+        }
+    }
+}
+
+/// The driver of a DSN of another database (`sqlite` of `sqlite:/tmp/locks.db`, `mysql` of
+/// `mysql://...`); `None` for a PostgreSQL DSN, and for a string with no driver name to show
+/// (refused at once, as an invalid DSN, without showing what may be a secret).
+fn other_driver(dsn: &str) -> Option<&str> {
+    let (driver, _) = dsn.split_once(':')?;
+    let named = driver
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && driver.len() <= 32
+        && driver
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_'));
+    (named && PostgresServer::of_dsn(dsn).is_none()).then_some(driver)
+}
+
+/// The refusal of a DSN or `\PDO` of another database than PostgreSQL, in symfony/lock's words.
+fn unsupported_driver(driver: &str) -> String {
+    format!(
+        "The adapter \"{CLASS}\" does not support the \"{}\" driver: it takes PostgreSQL's \
+         advisory locks, by a DSN (pgsql:host=HOST;port=PORT;dbname=DB or \
+         postgresql://USER@HOST:PORT/DB) or on a \\PDO of the \"pgsql\" driver.",
+        deadbolt_core::quoted_server_text(driver)
+    )
 }
 
 /// symfony/lock's `db_username` and `db_password` options; any other is refused by name.

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use deadbolt_core::{Member, Store, StoreRef};
+use deadbolt_core::{Member, RefusingStore, Store, StoreRef};
 
 /// A store class's engine, by the connection it runs on.
 pub(crate) enum Engine<N, P> {
@@ -12,6 +12,9 @@ pub(crate) enum Engine<N, P> {
     Native(Rc<N>),
     /// The application's PHP object: called on PHP's thread only, never from `Drop`.
     Php(Rc<P>),
+    /// Made from a setting it cannot work with (a DSN of another database): every call says so,
+    /// as symfony/lock's stores do at their first connection rather than when made.
+    Refused(Rc<RefusingStore>),
 }
 
 impl<N: Store + Sync + 'static, P: Store + 'static> Engine<N, P> {
@@ -19,6 +22,7 @@ impl<N: Store + Sync + 'static, P: Store + 'static> Engine<N, P> {
         match self {
             Engine::Native(store) => store.as_ref(),
             Engine::Php(store) => store.as_ref(),
+            Engine::Refused(store) => store.as_ref(),
         }
     }
 
@@ -27,6 +31,7 @@ impl<N: Store + Sync + 'static, P: Store + 'static> Engine<N, P> {
         match self {
             Engine::Native(store) => StoreRef::Owned(store.clone()),
             Engine::Php(store) => StoreRef::Lent(store.clone()),
+            Engine::Refused(store) => StoreRef::Owned(store.clone()),
         }
     }
 
@@ -35,6 +40,7 @@ impl<N: Store + Sync + 'static, P: Store + 'static> Engine<N, P> {
         match self {
             Engine::Native(store) => (Member::Anywhere(store.clone()), false),
             Engine::Php(store) => (Member::Here(store.clone()), true),
+            Engine::Refused(store) => (Member::Anywhere(store.clone()), false),
         }
     }
 }

@@ -78,6 +78,7 @@ pub use store::redis::native::NativeTransport;
 pub use store::redis::scripts::LockScript;
 pub use store::redis::transport::{RanThenWaited, RunError, RunErrorKind, Transport};
 pub use store::redis::{protocol::Signal, RedisStore};
+pub use store::refusing::RefusingStore;
 pub use store::sysv::{KeyHash, SysvSemaphoreStore};
 pub use store::table::{
     key_id as table_key_id, Dialect, Failure, SqlConnection, SqlFailure, Table, TableSettings,

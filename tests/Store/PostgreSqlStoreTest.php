@@ -163,6 +163,46 @@ final class PostgreSqlStoreTest extends PostgreSqlStoreTestCase
         new PostgreSqlStore(self::$server->dsn(), ['db_connection_options' => []]);
     }
 
+    /**
+     * As symfony/lock's store (its own testInvalidDriver): a DSN of another database is refused at the store's first
+     * use, not when it is made, so an application that builds its stores at boot but never locks keeps running. Each
+     * call says so, a Lock on it too, without the DSN's password; a string with no driver name is refused at once.
+     */
+    public function testADsnOfAnotherDatabaseIsRefusedAtFirstUseWithoutShowingIt(): void
+    {
+        $store = new PostgreSqlStore('mysql://user:s3cret@127.0.0.1/app');
+        $says = 'The adapter "Deadbolt\\Store\\PostgreSqlStore" does not support the "mysql" driver';
+        $calls = [
+            'save' => fn () => $store->save(new Key('r')),
+            'saveRead' => fn () => $store->saveRead(new Key('r')),
+            'waitAndSave' => fn () => $store->waitAndSave(new Key('r')),
+            'exists' => fn () => $store->exists(new Key('r')),
+            'delete' => fn () => $store->delete(new Key('r')),
+            'putOffExpiration' => fn () => $store->putOffExpiration(new Key('r'), 10.0),
+        ];
+        foreach ($calls as $call => $run) {
+            try {
+                $run();
+                $this->fail("$call passed on a mysql DSN");
+            } catch (InvalidArgumentException $e) {
+                $this->assertStringStartsWith($says, $e->getMessage(), $call);
+                $this->assertStringNotContainsString('s3cret', $e->getMessage().$e->getTraceAsString(), $call);
+            }
+        }
+        $this->assertStringNotContainsString('s3cret', print_r($store, true));
+        try {
+            (new LockFactory($store))->createLock('r')->acquire();
+            $this->fail('a Lock acquired on a mysql DSN');
+        } catch (\Deadbolt\Exception\LockAcquiringException $e) {
+            $this->assertInstanceOf(InvalidArgumentException::class, $e->getPrevious());
+            $this->assertStringStartsWith($says, $e->getPrevious()->getMessage());
+        }
+
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('Invalid PostgreSQL DSN: it starts with neither pgsql: nor postgresql://');
+        new PostgreSqlStore('s3cret@127.0.0.1');
+    }
+
     public function testAServerThatIsNotThereIsAStorageFailureNamingIt(): void
     {
         $port = \Deadbolt\Tests\Support\RedisServer::freePort();

@@ -13,6 +13,7 @@ pub mod memory;
 pub mod mysql;
 pub mod postgres;
 pub mod redis;
+pub mod refusing;
 pub mod sysv;
 pub mod table;
 
