@@ -7,8 +7,8 @@
 #   3. symfony/semaphore's own store tests (RedisStoreTest, PredisStoreTest and the test cases they extend), against a
 #      server of their own (they flush it), and symfony/lock's SemaphoreStoreTest (with what it extends), in an IPC
 #      namespace of its own (it counts the host's semaphore sets), its MemcachedStoreTest against a private memcached
-#      and its PostgreSqlStoreTest against a private PostgreSQL (3 of its 15 tests left out, below), each changed
-#      mechanically to build Deadbolt's store
+#      and its PostgreSqlStoreTest and PdoStoreTest against a private PostgreSQL, each changed mechanically to build
+#      Deadbolt's store
 #      (scripts/symfony-own-tests.sh): where PHPUnit is 9.6 (Debian 12, with Debian 12's symfony 5.4 tests);
 #   4. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, tests/Console (Symfony
@@ -73,16 +73,12 @@ if phpunit --version | grep -q '^PHPUnit 9\.'; then
     bash scripts/phpunit.sh "$so" "$own/lock/MemcachedStoreTest.php" || rc=$?
   bash scripts/memcached-stop.sh "$memcached_dir"
   [ "$rc" = 0 ] || exit "$rc"
-  # One of its tests is left out: testInvalidDriver expects symfony/lock's class name in the message and the failure at
-  # exists(), where Deadbolt refuses a DSN of another database when the store is made. Its two tests over a \PDO run
-  # with the one change that is not mechanical (scripts/symfony-own-tests.sh says which).
-  echo "== symfony/lock's PostgreSqlStoreTest, against a private PostgreSQL (1 of its tests left out: see test-php.sh)"
+  echo "== symfony/lock's PostgreSqlStoreTest, against a private PostgreSQL"
   postgres_dir=/tmp/deadbolt-symfony-postgres-own.$$
   postgres_port=$(bash scripts/postgres-start.sh "$postgres_dir")
   rc=0
   DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock POSTGRES_HOST="127.0.0.1;port=$postgres_port;sslmode=disable" \
-    bash scripts/phpunit.sh "$so" "$own/lock/PostgreSqlStoreTest.php" \
-    --filter '/^(?!.*::testInvalidDriver\b)/' || rc=$?
+    bash scripts/phpunit.sh "$so" "$own/lock/PostgreSqlStoreTest.php" || rc=$?
   [ "$rc" = 0 ] || { bash scripts/postgres-stop.sh "$postgres_dir"; exit "$rc"; }
   echo "== symfony/lock's PdoStoreTest (SQLite; its PostgreSQL DSN test against the same private PostgreSQL)"
   DEADBOLT_SYMFONY_LOCK_TESTS=$own/lock POSTGRES_HOST="127.0.0.1;port=$postgres_port;sslmode=disable" \

@@ -2,7 +2,7 @@
 //! The exception object is built here (message, code 0, previous) so that the same object can be
 //! thrown and handed to the logger as `exception`.
 
-use deadbolt_core::{Error, ErrorKind};
+use deadbolt_core::{Error, ErrorKind, SqlFailure};
 use ext_php_rs::convert::IntoZval;
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::types::{ZendObject, Zval};
@@ -42,13 +42,28 @@ pub fn new_exception(ce: &ClassEntry, message: &str, previous: Option<Zval>) -> 
     Some(zval)
 }
 
-/// The exception object for `err`, with its cause chain as `previous`.
+/// The exception object for `err`, with its cause chain as `previous`. A statement a database
+/// refused is a `\PDOException` (see [`crate::pdo_exception`]).
 pub fn exception_object(err: &Error) -> Option<Zval> {
+    if let Some(failure) = refused_statement(err) {
+        return crate::pdo_exception::rebuilt(failure, &err.to_string());
+    }
     let previous = err
         .cause()
         .and_then(exception_object)
         .or_else(|| thrown(err));
     new_exception(class_of(err).entry(), &err.to_string(), previous)
+}
+
+/// The statement a database refused that `err` reports, when it is one.
+fn refused_statement(err: &Error) -> Option<&SqlFailure> {
+    match err {
+        Error::Storage {
+            source: Some(source),
+            ..
+        } => source.downcast_ref::<SqlFailure>(),
+        _ => None,
+    }
 }
 
 /// The exception a store written in PHP threw that became `err` (a failure of the store).

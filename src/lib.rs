@@ -19,6 +19,7 @@ mod memcached_store;
 mod metrics;
 mod mysql_store;
 mod pdo_connection;
+mod pdo_exception;
 mod pdo_store;
 mod php_call;
 mod php_param;

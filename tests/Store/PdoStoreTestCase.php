@@ -139,10 +139,48 @@ abstract class PdoStoreTestCase extends StoreContractTestCase
         try {
             $store->createTable();
             $this->fail('a second createTable() passed');
-        } catch (LockStorageException $e) {
+        } catch (\PDOException $e) {
             $this->assertStringStartsWith("PdoStore(", $e->getMessage());
         }
         self::pdo()->exec("DROP TABLE $table");
+    }
+
+    /**
+     * symfony/lock's PdoStore lets PDO's exception through: a statement the database refuses is a \PDOException here too,
+     * on the application's \PDO and on the store's own connection (PDO, or Deadbolt's PostgreSQL client), with the
+     * SQLSTATE as its code and in errorInfo. It is made at the store call: no frame of its trace is PDO's, whose
+     * arguments (the statement's parameters, the token among them) a trace would show with exception_ignore_args off.
+     */
+    public function testAStatementTheDatabaseRefusesIsAPdoExceptionThatShowsNoParameters(): void
+    {
+        $ignoreArgs = ini_set('zend.exception_ignore_args', '0');
+        foreach (['the application\'s \PDO' => self::pdo(), 'a DSN' => static::dsn()] as $on => $connection) {
+            $table = 'locks_'.bin2hex(random_bytes(4));
+            $store = new PdoStore($connection, ['db_table' => $table]);
+            $store->createTable();
+            self::pdo()->exec("ALTER TABLE $table RENAME COLUMN key_token TO renamed");
+            try {
+                $store->save(new Key(uniqid(__METHOD__, true)));
+                $this->fail("saved without a token column, on $on");
+            } catch (\PDOException $e) {
+                $this->assertStringStartsWith('PdoStore(', $e->getMessage(), $on);
+                $this->assertMatchesRegularExpression('/^[0-9A-Z]{5}$/', $e->getCode(), "the SQLSTATE, on $on");
+                $this->assertSame($e->getCode(), $e->errorInfo[0], $on);
+                $this->assertSame(PdoStore::class.'->save', $e->getTrace()[0]['class'].'->'.$e->getTrace()[0]['function'], $on);
+                foreach ($e->getTrace() as $frame) {
+                    $this->assertStringStartsNotWith('PDO', $frame['class'] ?? '', "a frame of PDO's, on $on");
+                }
+            }
+            $lock = (new LockFactory($store))->createLock(uniqid(__METHOD__, true));
+            try {
+                $lock->acquire();
+                $this->fail("acquired without a token column, on $on");
+            } catch (\Deadbolt\Exception\LockAcquiringException $e) {
+                $this->assertInstanceOf(\PDOException::class, $e->getPrevious(), "the cause, as symfony/lock's Lock keeps it, on $on");
+            }
+            self::pdo()->exec("DROP TABLE $table");
+        }
+        ini_set('zend.exception_ignore_args', (string) $ignoreArgs);
     }
 
     public function testBadArgumentsAreRefusedClearlyAndWithoutSecrets(): void

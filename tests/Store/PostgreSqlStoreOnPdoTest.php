@@ -132,7 +132,11 @@ final class PostgreSqlStoreOnPdoTest extends PostgreSqlStoreTestCase
         $this->assertSame(0, $holder->waitForExit());
     }
 
-    public function testAStatementTimeoutOfTheApplicationEndsAWaitAsAStorageFailure(): void
+    /**
+     * As symfony/lock's store: the statement the application's statement_timeout cancelled is a \PDOException (SQLSTATE
+     * 57014), and the wait leaves nothing behind.
+     */
+    public function testAStatementTimeoutOfTheApplicationEndsAWaitAsAPdoException(): void
     {
         $resource = uniqid(__METHOD__, true);
         $holder = new PostgreSqlStore(self::$server->dsn());
@@ -145,8 +149,11 @@ final class PostgreSqlStoreOnPdoTest extends PostgreSqlStoreTestCase
         try {
             $store->waitAndSave(new Key($resource));
             $this->fail('waited past the statement_timeout');
-        } catch (LockStorageException $e) {
+        } catch (\PDOException $e) {
+            $this->assertStringStartsWith('PostgreSqlStore(the application\'s \PDO) failed to', $e->getMessage());
             $this->assertStringContainsString('statement timeout', $e->getMessage());
+            $this->assertSame('57014', $e->getCode());
+            $this->assertSame('57014', $e->errorInfo[0]);
         }
         $pdo->exec('SET statement_timeout = 0');
         $holder->delete($held);

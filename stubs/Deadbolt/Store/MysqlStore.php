@@ -60,7 +60,8 @@ final class MysqlStore implements BlockingStoreInterface
      * Takes the lock for $key without waiting (it never expires).
      *
      * @throws \Deadbolt\Exception\LockConflictedException when another key or session holds the lock
-     * @throws \Deadbolt\Exception\LockStorageException    when the server cannot be reached or fails
+     * @throws \Deadbolt\Exception\LockStorageException    when the server cannot be reached
+     * @throws \PDOException                                when the server refuses the statement (as symfony/lock's)
      */
     public function save(Key $key): void
     {

@@ -69,7 +69,8 @@ final class PdoStore implements BlockingStoreInterface
     /**
      * Creates the lock table with symfony/lock's DDL for the database.
      *
-     * @throws \Deadbolt\Exception\LockStorageException when the database refuses (the table exists, no right to)
+     * @throws \PDOException when the database refuses (the table exists, no right to): as symfony/lock's, with the
+     *                       SQLSTATE as its code; LockStorageException when it cannot be reached
      */
     public function createTable(): void
     {
@@ -80,7 +81,8 @@ final class PdoStore implements BlockingStoreInterface
      * Takes the lock for $key without waiting, for $initialTtl seconds: a free row, an expired one, or its own.
      *
      * @throws \Deadbolt\Exception\LockConflictedException when another key holds the lock
-     * @throws \Deadbolt\Exception\LockStorageException    when the database cannot be reached or refuses
+     * @throws \Deadbolt\Exception\LockStorageException    when the database cannot be reached
+     * @throws \PDOException                                when the database refuses the statement (as symfony/lock's)
      */
     public function save(Key $key): void
     {

@@ -50,7 +50,9 @@ final class PostgreSqlStore implements BlockingStoreInterface, BlockingSharedLoc
      * @param array<string, mixed> $options   symfony/lock's db_username and db_password (the DSN's own win)
      *
      * @throws \Deadbolt\Exception\InvalidArgumentException for a DSN this store cannot use (the message never repeats it),
-     *                                                      an unknown option, or a \PDO of another driver or error mode
+     *                                                      an unknown option, or a \PDO of another driver or error mode;
+     *                                                      a DSN of another database (sqlite:, mysql://) is refused at
+     *                                                      the store's first call instead, as symfony/lock's
      */
     public function __construct(#[\SensitiveParameter] mixed $connOrDsn, #[\SensitiveParameter] ?array $options = null)
     {
@@ -62,6 +64,7 @@ final class PostgreSqlStore implements BlockingStoreInterface, BlockingSharedLoc
      *
      * @throws \Deadbolt\Exception\LockConflictedException when another key holds the lock
      * @throws \Deadbolt\Exception\LockStorageException    when PostgreSQL cannot be reached
+     * @throws \PDOException                                when PostgreSQL refuses the statement (as symfony/lock's)
      */
     public function save(Key $key): void
     {

@@ -119,7 +119,7 @@ pub(crate) fn statement_failed(store: &str, what: &str, failure: Failure) -> Err
                 "{store} failed to {what}: {}",
                 crate::error::quoted(&sql.message)
             ),
-            sql.message,
+            sql,
         ),
     }
 }

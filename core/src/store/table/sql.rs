@@ -63,13 +63,28 @@ impl Dialect {
 }
 
 /// A statement that failed in the database: its SQLSTATE, the driver's own code, its message
-/// (untrusted server text: shown only through `crate::error::quoted`).
+/// (untrusted server text: shown only through `crate::error::quoted`). The source of the
+/// [`crate::Error::Storage`] a store reports it as: the extension throws a `\PDOException` for
+/// it, as symfony/lock's SQL stores, all on PDO, let PDO's through.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SqlFailure {
     pub sqlstate: String,
     pub code: i64,
     pub message: String,
 }
+
+impl std::fmt::Display for SqlFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SQLSTATE {}: {}",
+            self.sqlstate,
+            crate::error::quoted(&self.message)
+        )
+    }
+}
+
+impl std::error::Error for SqlFailure {}
 
 impl SqlFailure {
     /// Whether it says the connection is gone (with it, the session and every lock it held):
