@@ -116,6 +116,41 @@ final class PostgreSqlStoreTest extends PostgreSqlStoreTestCase
         $lock->release();
     }
 
+    /**
+     * A statement the server refuses on Deadbolt's own session is a \PDOException, as on the application's \PDO and as
+     * symfony/lock's store lets PDO's through: here a wait in the server's queue that an operator cancels
+     * (pg_cancel_backend: SQLSTATE 57014).
+     */
+    public function testAWaitTheServerCancelsIsAPdoException(): void
+    {
+        $resource = uniqid(__METHOD__, true);
+        $holder = $this->getStore();
+        $held = new Key($resource);
+        $holder->save($held);
+        $child = $this->fork(function (Channel $parent) use ($resource): void {
+            try {
+                $this->getStore()->waitAndSave(new Key($resource));
+                $parent->send('took the lock');
+            } catch (\Throwable $e) {
+                $parent->send(json_encode([$e::class, $e->getCode(), $e->errorInfo[0] ?? null, $e->getMessage()]));
+            }
+        });
+        $waiting = "FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = ".crc32($resource);
+        $deadline = microtime(true) + 30;
+        while (!self::$server->pdo()->query("SELECT count(*) $waiting")->fetchColumn()) {
+            $this->assertLessThan($deadline, microtime(true), 'the child never queued');
+            usleep(10_000);
+        }
+        self::$server->pdo()->query("SELECT pg_cancel_backend(pid) $waiting");
+
+        [$class, $code, $sqlstate, $message] = json_decode($child->receive(), true);
+        $this->assertSame([\PDOException::class, '57014', '57014'], [$class, $code, $sqlstate]);
+        $this->assertStringStartsWith('PostgreSqlStore(', $message);
+        $this->assertStringContainsString('canceling statement due to user request', $message);
+        $child->wait();
+        $this->assertTrue($holder->exists($held));
+    }
+
     public function testAWaitWithADeadlineLeavesTheServersQueue(): void
     {
         $resource = uniqid(__METHOD__, true);

@@ -14,7 +14,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
 use super::dsn::PostgresServer;
-use super::wording::{failure, timed_out};
+use super::wording::{failure, statement_failure, timed_out};
 use crate::Result;
 
 /// A TLS client's settings (the CA roots), made once per store.
@@ -187,14 +187,18 @@ impl Session {
         };
         set.map_err(|e| {
             self.note_end(&e);
-            failure(&self.name, "cannot set lock_timeout", e)
+            statement_failure(&self.name, "cannot set lock_timeout", e)
         })?;
         match lock {
             Ok(_) => Ok(Waited::Acquired),
             Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => Ok(Waited::TimedOut),
             Err(e) => {
                 self.note_end(&e);
-                Err(failure(&self.name, "failed while waiting for a lock", e))
+                Err(statement_failure(
+                    &self.name,
+                    "failed while waiting for a lock",
+                    e,
+                ))
             }
         }
     }
@@ -210,7 +214,7 @@ impl Session {
             Some(Ok(value)) => Ok(value),
             Some(Err(e)) => {
                 self.note_end(&e);
-                Err(failure(&self.name, &format!("failed {doing}"), e))
+                Err(statement_failure(&self.name, &format!("failed {doing}"), e))
             }
             None => {
                 self.in_doubt.set(true);

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::error::quoted;
+use crate::store::table::SqlFailure;
 use crate::Error;
 
 /// A failure of `name` while `doing`, with what the server or the network said.
@@ -14,6 +15,22 @@ pub(super) fn failure(
 ) -> Error {
     let said = said(&error);
     Error::storage(format!("{name} {doing}: {}.", quoted(&said)), error)
+}
+
+/// A statement of `name`'s that failed while `doing`: one the server refused (a SQLSTATE) is a
+/// [`SqlFailure`], as a store on PDO reports it (the extension throws a `\PDOException`); one that
+/// failed on the way (the connection) is as [`failure`] words it.
+pub(super) fn statement_failure(name: &str, doing: &str, error: tokio_postgres::Error) -> Error {
+    let Some(db) = error.as_db_error() else {
+        return failure(name, doing, error);
+    };
+    let said = said(&error);
+    let refused = SqlFailure {
+        sqlstate: db.code().code().to_owned(),
+        code: 0,
+        message: said.clone(),
+    };
+    Error::storage(format!("{name} {doing}: {}.", quoted(&said)), refused)
 }
 
 /// An exchange that took longer than `limit`.
