@@ -98,9 +98,7 @@ impl PhpPostgreSqlStore {
             engine: Engine::Php(store),
         })
     }
-}
 
-impl PhpPostgreSqlStore {
     /// A store on a DSN of another database, which refuses every call (symfony/lock's store
     /// checks the driver when it first connects, not when it is made).
     fn refusing_driver(driver: &str) -> Self {
@@ -130,7 +128,7 @@ fn other_driver(dsn: &str) -> Option<&str> {
         && driver
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_'));
-    (named && PostgresServer::of_dsn(dsn).is_none()).then_some(driver)
+    (named && !PostgresServer::names_postgres(dsn)).then_some(driver)
 }
 
 /// The refusal of a DSN or `\PDO` of another database than PostgreSQL, in symfony/lock's words.

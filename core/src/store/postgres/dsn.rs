@@ -71,6 +71,14 @@ impl PostgresServer {
         build(pairs, user, password)
     }
 
+    /// Whether `dsn` is in one of the forms this store reads (`pgsql:`, `postgres://`,
+    /// `postgresql://`), whatever its content; the rest name another database.
+    pub fn names_postgres(dsn: &str) -> bool {
+        dsn.starts_with("pgsql:")
+            || dsn.starts_with("postgres://")
+            || dsn.starts_with("postgresql://")
+    }
+
     /// `host:port/dbname`, as messages name the server.
     pub fn shown(&self) -> &str {
         &self.shown
@@ -79,13 +87,13 @@ impl PostgresServer {
 
 /// The DSN's keys and values, in either form; `None` when it is not a PostgreSQL DSN.
 fn pairs_of(dsn: &str) -> Option<Result<Vec<(String, String)>>> {
-    if let Some(pairs) = dsn.strip_prefix("pgsql:") {
-        Some(key_values(pairs))
-    } else if dsn.starts_with("postgres://") || dsn.starts_with("postgresql://") {
-        Some(url_pairs(dsn))
-    } else {
-        None
+    if !PostgresServer::names_postgres(dsn) {
+        return None;
     }
+    Some(match dsn.strip_prefix("pgsql:") {
+        Some(pairs) => key_values(pairs),
+        None => url_pairs(dsn),
+    })
 }
 
 /// PDO's form: `key=value` pairs apart by `;` (PDO turns them into spaces for libpq) or spaces.

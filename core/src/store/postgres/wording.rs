@@ -24,13 +24,15 @@ pub(super) fn statement_failure(name: &str, doing: &str, error: tokio_postgres::
     let Some(db) = error.as_db_error() else {
         return failure(name, doing, error);
     };
-    let said = said(&error);
     let refused = SqlFailure {
         sqlstate: db.code().code().to_owned(),
         code: 0,
-        message: said.clone(),
+        message: said(&error),
     };
-    Error::storage(format!("{name} {doing}: {}.", quoted(&said)), refused)
+    Error::storage(
+        format!("{name} {doing}: {}.", quoted(&refused.message)),
+        refused,
+    )
 }
 
 /// An exchange that took longer than `limit`.
