@@ -1,6 +1,6 @@
 -- Release, after release_alone.lua took my token out: a reader's release leaves the remaining
 -- readers to set the key's expiry, as symfony/lock does; then the lock goes to the longest
--- waiter, if anyone waits (handover.lua).
+-- waiter, if anyone waits (handover.lua; `alone` has looked).
 if removed == 1 then
     redis.call("HDEL", HOLDERS, token)
     expire_at_max()
@@ -8,6 +8,7 @@ else
     redis.call("DEL", HOLDERS)
 end
 if not alone then
-    hand_over()
+    -- A writer leaves the key gone (it held alone); readers may remain after a reader.
+    hand_over(removed == 2)
 end
 return 1

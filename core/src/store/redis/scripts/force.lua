@@ -17,5 +17,5 @@ elseif kind == "string" then
     count = 1
 end
 redis.call("DEL", key, HOLDERS, HANDOVERS)
-hand_over()
+hand_over_if_waited(true)
 return count

@@ -8,9 +8,10 @@ local signal = redis.call("LPOP", GRANT)
 redis.call("DEL", GRANT)
 if signal == SIGNAL_GRANTED and redis.call("ZREM", key, token, "__write__") > 0 then
     redis.call("HDEL", HOLDERS, token)
-    if redis.call("EXISTS", key) == 1 then
+    local key_gone = redis.call("EXISTS", key) == 0
+    if not key_gone then
         expire_at_max()
     end
-    hand_over()
+    hand_over_if_waited(key_gone)
 end
 return 1

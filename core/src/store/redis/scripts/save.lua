@@ -12,14 +12,17 @@ if kind == "none" then
     redis.call("PEXPIREAT", key, expiry)
     return taken()
 end
-if redis.call("ZREMRANGEBYSCORE", key, "-inf", now) > 0 then
+local pruned = redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+if pruned > 0 then
     prune_records()
 end
 if redis.call("ZSCORE", key, token) then
     if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCARD", key) > 1 then
         return held("x", now)
     end
-elseif redis.call("ZCARD", key) > 0 then
+elseif pruned == 0 or redis.call("EXISTS", key) == 1 then
+    -- Nothing pruned: the set look() found is still there, so somebody else holds it (the
+    -- common refusal needs no ZCARD).
     return held("x", now)
 end
 redis.call("ZADD", key, expiry, token, expiry, "__write__")
