@@ -150,8 +150,11 @@ bench: build
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \
 	  trap 'bash scripts/redis-stop.sh $(RUN_DIR)/bench-redis' EXIT && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/redis.php && \
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/redis.php --pin=one 5000 64 3 && \
+	  if [ "$$(nproc)" -ge 2 ]; then DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/redis.php --pin=two 5000 64 3; fi && \
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/functions.php && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=1,4,8,16 && \
-	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=8 --think=1000 --no-png && \
+	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/contention.php --procs=1,4,8,16,32 --think=1000 --no-png && \
 	  DEADBOLT_REDIS_PORT=$$port $(RUN_PHP) bench/semaphore.php
 	@bash scripts/redis-stop.sh $(RUN_DIR)/bench-replica >/dev/null 2>&1 || true
 	@port=$$(bash scripts/redis-start.sh $(RUN_DIR)/bench-redis) && \

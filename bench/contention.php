@@ -55,6 +55,8 @@ require_once __DIR__ . '/support/worker_pool.php';
 
 /** The P whose numbers are checked against the targets and drawn. */
 const TARGET_P = 8;
+/** The crowd whose numbers are checked against the targets of many waiters. */
+const CROWD_P = 32;
 
 const SYMFONY = 'symfony/lock Redis';
 const DEADBOLT_REDIS = 'Deadbolt Redis';
@@ -243,6 +245,17 @@ if (isset($results[TARGET_P][DEADBOLT_REDIS])) {
         ? ['median hand-off < 1 ms', 'no hand-off to a waiting process was seen', false]
         : ['median hand-off < 1 ms', ms($d['handoff'][0], 3) . ' ms', $d['handoff'][0] < 1e6];
     printTargets(sprintf('Targets at P=%d (Deadbolt Redis)', TARGET_P), $checks);
+}
+// The Redis issue's targets at P=32: the throughput still a multiple of symfony/lock's, and no wait past 100 ms.
+if (isset($results[CROWD_P][DEADBOLT_REDIS])) {
+    $d = $results[CROWD_P][DEADBOLT_REDIS]['stats'];
+    $s = $results[CROWD_P][SYMFONY]['stats'] ?? null;
+    $checks = [['max wait < 100 ms', ms($d['wait'][2]) . ' ms', $d['wait'][2] < 100e6]];
+    if ($s !== null && $s['throughput'] !== null) {
+        $ratio = $d['throughput'] / $s['throughput'];
+        $checks[] = ['>= 2x symfony throughput', sprintf('%.1fx', $ratio), $ratio >= 2];
+    }
+    printTargets(sprintf('Targets at P=%d (Deadbolt Redis)', CROWD_P), $checks);
 }
 
 $csvDir = outputDir() . "/contention-$runId";

@@ -4,10 +4,13 @@
  * Redis lock cycle benchmark: one cycle = create a lock, acquire it non-blocking, release it.
  *
  *   bash scripts/redis-start.sh /tmp/deadbolt-bench-redis     # prints PORT (stop: scripts/redis-stop.sh DIR)
- *   php -d extension=target/release/libdeadbolt.so bench/redis.php --port=PORT [cycles=20000] [names=64] [rounds=5]
+ *   php -d extension=target/release/libdeadbolt.so bench/redis.php --port=PORT [--pin=one|two] [cycles=20000]
+ *       [names=64] [rounds=5]
  *
  * The port may also come from the environment: DEADBOLT_REDIS_PORT=PORT php ... bench/redis.php. The server must be
- * a private one on 127.0.0.1: the command counts start with CONFIG RESETSTAT.
+ * a private one on 127.0.0.1: the command counts start with CONFIG RESETSTAT. --pin=one runs php and redis-server on
+ * CPU 0, --pin=two php on CPU 0 and redis-server on CPU 1 (taskset; the server's CPUs are given back at the end): the
+ * two speeds of loopback, measured one at a time (bench/README.md).
  *
  * Variants (support/redis_cycle_variants.php), measured side by side in one process:
  *   (a) phpredis SET key token NX PX 30000 + DEL key: two round trips, the floor for any Redis lock
@@ -61,14 +64,18 @@ const SLICE = 250;
 
 $cli = new Cli(
     'bench/redis.php',
-    'usage: php bench/redis.php --port=PORT [cycles=20000] [names=64] [rounds=5]   (or DEADBOLT_REDIS_PORT=PORT)',
+    'usage: php bench/redis.php --port=PORT [--pin=one|two] [cycles=20000] [names=64] [rounds=5]'
+    . '   (or DEADBOLT_REDIS_PORT=PORT)',
     'A private server: bash scripts/redis-start.sh DIR prints a port; scripts/redis-stop.sh DIR stops it.',
 );
 $portOption = null;
+$pinning = null;
 $positional = [];
 foreach (array_slice($argv, 1) as $arg) {
     if (str_starts_with($arg, '--port=')) {
         $portOption = substr($arg, 7);
+    } elseif (str_starts_with($arg, '--pin=')) {
+        $pinning = substr($arg, 6);
     } elseif ($arg === '-h' || $arg === '--help') {
         echo $cli->usage, "\n";
         exit(0);
@@ -95,6 +102,12 @@ try {
     $redisPid = preg_match('/^process_id:(\d+)/m', $serverInfo, $m) === 1 ? $m[1] : null;
 } catch (RuntimeException $e) {
     $cli->fail($e->getMessage() . ' (is redis-server running? bash scripts/redis-start.sh DIR prints a port)');
+}
+if ($pinning !== null) {
+    $error = $redisPid === null ? 'INFO server gave no process_id: cannot pin' : pinProcesses($pinning, $redisPid);
+    if ($error !== null) {
+        $cli->fail($error);
+    }
 }
 $keys = new RunKeys(bin2hex(random_bytes(6)));
 $keys->deleteAtExit($meter, $cli->script);
