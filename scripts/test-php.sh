@@ -13,7 +13,10 @@
 #   4. with DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD set (make test-debian13 unpacks Debian sid's symfony/lock 7.4 with
 #      scripts/symfony-lock-sid.sh), the interop suites again with that symfony/lock, tests/Console (Symfony
 #      Console 7.4's LockableTrait on Deadbolt), which needs it, and the semaphores' interop and bridge suites with
-#      symfony/semaphore 7.4.
+#      symfony/semaphore 7.4;
+#   5. tests/Versions, a fleet of two Deadbolt versions on one Redis (this build and an earlier one, which
+#      scripts/previous-build.sh builds from this clone's history), unless DEADBOLT_PREVIOUS=no (make test-debian13:
+#      the host runs it) or the tree is not a git clone (a source tarball: there is no earlier version to build).
 #
 #   scripts/test-php.sh SO RUN_DIR                     # all of the above
 #   scripts/test-php.sh SO RUN_DIR PHPUNIT_ARGS...     # one pass against redis-server with those arguments
@@ -98,4 +101,13 @@ if [ -n "${DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD:-}" ]; then
     DEADBOLT_SYMFONY_LOCK_AUTOLOAD=$DEADBOLT_SYMFONY_LOCK_74_AUTOLOAD \
       DEADBOLT_SYMFONY_SEMAPHORE_AUTOLOAD=$semaphore_autoload pass symfony-semaphore-7.4 redis-server redis-cli "$suite"
   done
+fi
+if [ "${DEADBOLT_PREVIOUS:-yes}" = no ]; then
+  echo "== two Deadbolt versions on one Redis: left out here (DEADBOLT_PREVIOUS=no)"
+elif ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  echo "== two Deadbolt versions on one Redis: not a git clone, no earlier version to build"
+else
+  previous=$(bash scripts/previous-build.sh)
+  echo "== two Deadbolt versions on one Redis: this build and $(basename "$(dirname "$previous")")"
+  DEADBOLT_PREVIOUS_SO=$previous pass versions redis-server redis-cli tests/Versions
 fi

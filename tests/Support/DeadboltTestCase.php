@@ -72,10 +72,11 @@ abstract class DeadboltTestCase extends TestCase
 
     /**
      * @param array<string, mixed> $vars
+     * @param list<string>|null    $command php and its options (PhpProcess::start)
      */
-    protected function spawn(string $code, array $vars = []): PhpProcess
+    protected function spawn(string $code, array $vars = [], ?array $command = null): PhpProcess
     {
-        return $this->children[] = PhpProcess::start($code, $vars);
+        return $this->children[] = PhpProcess::start($code, $vars, command: $command);
     }
 
     /**
