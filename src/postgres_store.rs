@@ -63,7 +63,7 @@ impl PhpPostgreSqlStore {
         let Some(dsn) = connection.str() else {
             return Self::on_app_pdo(connection);
         };
-        if let Some(driver) = other_driver(dsn) {
+        if let Some(driver) = PostgresServer::other_driver(dsn) {
             return Ok(Self::refusing_driver(driver));
         }
         let server = PostgresServer::of_dsn_with(dsn, user.as_deref(), password.as_deref())
@@ -113,22 +113,6 @@ impl PhpPostgreSqlStore {
             ))),
         }
     }
-}
-
-/// The driver of a DSN of another database (`sqlite` of `sqlite:/tmp/locks.db`, `mysql` of
-/// `mysql://...`); `None` for a PostgreSQL DSN, and for a string with no driver name to show
-/// (refused at once, as an invalid DSN, without showing what may be a secret).
-fn other_driver(dsn: &str) -> Option<&str> {
-    let (driver, _) = dsn.split_once(':')?;
-    let named = driver
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic())
-        && driver.len() <= 32
-        && driver
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_'));
-    (named && !PostgresServer::names_postgres(dsn)).then_some(driver)
 }
 
 /// The refusal of a DSN or `\PDO` of another database than PostgreSQL, in symfony/lock's words.

@@ -16,36 +16,62 @@ use support::{unique, RedisServer};
 /// measure (EVALSHA, SCRIPT, CONFIG, INFO).
 type Commands = BTreeMap<String, u64>;
 
-fn store(redis: &RedisServer) -> RedisStore<NativeTransport> {
-    RedisStore::connect(&redis.url(), Ttl::from_secs(300.0).unwrap()).unwrap()
+/// A private server, a connection to count on, and a store whose scripts are loaded before
+/// counting starts (a cycle on a name of its own). Keep it whole while the test runs: the server
+/// stops when it is dropped.
+struct Counting {
+    _redis: RedisServer,
+    con: redis::Connection,
+    store: RedisStore<NativeTransport>,
 }
 
-/// The scripts the store runs, loaded before counting starts (a cycle on a name of its own).
-fn warmed_up(redis: &RedisServer) -> RedisStore<NativeTransport> {
-    let store = store(redis);
-    let mut key = Key::new(unique("warm-up"));
-    store.save(&mut key, Mode::Exclusive, None).unwrap();
-    store.delete(&mut key).unwrap();
-    store
-}
+impl Counting {
+    fn start() -> Self {
+        let redis = RedisServer::start();
+        let con = redis.client();
+        let store = RedisStore::connect(&redis.url(), Ttl::from_secs(300.0).unwrap()).unwrap();
+        let mut key = Key::new(unique("warm-up"));
+        store.save(&mut key, Mode::Exclusive, None).unwrap();
+        store.delete(&mut key).unwrap();
+        Counting {
+            _redis: redis,
+            con,
+            store,
+        }
+    }
 
-/// What the server runs for `step`, counted from a fresh CONFIG RESETSTAT.
-fn counted(con: &mut redis::Connection, step: impl FnOnce()) -> Commands {
-    redis::cmd("CONFIG").arg("RESETSTAT").exec(con).unwrap();
-    step();
-    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?;
-            Some((name.to_owned(), calls.parse().ok()?))
-        })
-        .filter(|(name, _)| {
-            !["evalsha", "info"].contains(&name.as_str())
-                && !name.starts_with("config")
-                && !name.starts_with("script")
-        })
-        .collect()
+    /// A resource named after `name` (unique), and the key of the store's that holds it.
+    fn held(&self, name: &str) -> (String, Key) {
+        let resource = unique(name);
+        let mut holder = Key::new(resource.clone());
+        self.store.save(&mut holder, Mode::Exclusive, None).unwrap();
+        (resource, holder)
+    }
+
+    /// What the server runs for `step`, counted from a fresh CONFIG RESETSTAT.
+    fn counted(&mut self, step: impl FnOnce(&RedisStore<NativeTransport>)) -> Commands {
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .exec(&mut self.con)
+            .unwrap();
+        step(&self.store);
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut self.con)
+            .unwrap();
+        info.lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest.strip_prefix("calls=")?.split(',').next()?;
+                Some((name.to_owned(), calls.parse().ok()?))
+            })
+            .filter(|(name, _)| {
+                !["evalsha", "info"].contains(&name.as_str())
+                    && !name.starts_with("config")
+                    && !name.starts_with("script")
+            })
+            .collect()
+    }
 }
 
 fn commands(list: &[(&str, u64)]) -> Commands {
@@ -56,15 +82,11 @@ fn commands(list: &[(&str, u64)]) -> Commands {
 
 #[test]
 fn a_free_lock_and_a_release_nobody_waits_for_run_ten_commands() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let store = warmed_up(&redis);
+    let mut server = Counting::start();
     let mut key = Key::new(unique("common"));
 
-    let acquire = counted(&mut con, || {
-        store.save(&mut key, Mode::Exclusive, None).unwrap();
-    });
-    let release = counted(&mut con, || store.delete(&mut key).unwrap());
+    let acquire = server.counted(|store| store.save(&mut key, Mode::Exclusive, None).unwrap());
+    let release = server.counted(|store| store.delete(&mut key).unwrap());
 
     // The server's clock, the lock (ZADD, PEXPIREAT) and its holder's record (HSET, PEXPIREAT).
     assert_eq!(
@@ -86,15 +108,11 @@ fn a_free_lock_and_a_release_nobody_waits_for_run_ten_commands() {
 
 #[test]
 fn a_refused_attempt_that_does_not_wait_asks_nothing_twice() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let store = warmed_up(&redis);
-    let resource = unique("refused");
-    let mut holder = Key::new(resource.clone());
-    store.save(&mut holder, Mode::Exclusive, None).unwrap();
+    let mut server = Counting::start();
+    let (resource, _holder) = server.held("refused");
     let mut other = Key::new(resource);
 
-    let refused = counted(&mut con, || {
+    let refused = server.counted(|store| {
         assert!(store.save(&mut other, Mode::Exclusive, None).is_err());
     });
 
@@ -113,15 +131,11 @@ fn a_refused_attempt_that_does_not_wait_asks_nothing_twice() {
 
 #[test]
 fn a_release_that_hands_the_lock_over_asks_nothing_twice() {
-    let redis = RedisServer::start();
-    let mut con = redis.client();
-    let store = warmed_up(&redis);
-    let resource = unique("hand-over");
-    let mut holder = Key::new(resource.clone());
-    store.save(&mut holder, Mode::Exclusive, None).unwrap();
-    queue_by_hand(&mut con, &resource, "waiter-token", "x", 60_000);
+    let mut server = Counting::start();
+    let (resource, mut holder) = server.held("hand-over");
+    queue_by_hand(&mut server.con, &resource, "waiter-token", "x", 60_000);
 
-    let release = counted(&mut con, || store.delete(&mut holder).unwrap());
+    let release = server.counted(|store| store.delete(&mut holder).unwrap());
 
     // release_alone.lua's look (ZSCORE, ZREM, EXISTS) is not repeated by the hand-over; the
     // writer's release left no key to look at, and the queue is read once (ZRANGE).

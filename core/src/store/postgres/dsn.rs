@@ -71,12 +71,19 @@ impl PostgresServer {
         build(pairs, user, password)
     }
 
-    /// Whether `dsn` is in one of the forms this store reads (`pgsql:`, `postgres://`,
-    /// `postgresql://`), whatever its content; the rest name another database.
-    pub fn names_postgres(dsn: &str) -> bool {
-        dsn.starts_with("pgsql:")
-            || dsn.starts_with("postgres://")
-            || dsn.starts_with("postgresql://")
+    /// The driver a DSN of another database names (`sqlite` of `sqlite:/tmp/locks.db`, `mysql`
+    /// of `mysql://...`), which symfony/lock's store refuses at its first connection rather than
+    /// when made. `None` for a PostgreSQL DSN, and for a string with no driver name to show: a
+    /// plain identifier of at most 32 characters before the first `:` (anything else may be a
+    /// secret, and is refused at once as an invalid DSN, unshown).
+    pub fn other_driver(dsn: &str) -> Option<&str> {
+        let (driver, _) = dsn.split_once(':')?;
+        let named = driver.len() <= 32
+            && driver.starts_with(|c: char| c.is_ascii_alphabetic())
+            && driver
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_'));
+        (named && !names_postgres(dsn)).then_some(driver)
     }
 
     /// `host:port/dbname`, as messages name the server.
@@ -85,9 +92,15 @@ impl PostgresServer {
     }
 }
 
+/// Whether `dsn` is in one of the forms this store reads (`pgsql:`, `postgres://`,
+/// `postgresql://`), whatever its content; the rest name another database.
+fn names_postgres(dsn: &str) -> bool {
+    dsn.starts_with("pgsql:") || dsn.starts_with("postgres://") || dsn.starts_with("postgresql://")
+}
+
 /// The DSN's keys and values, in either form; `None` when it is not a PostgreSQL DSN.
 fn pairs_of(dsn: &str) -> Option<Result<Vec<(String, String)>>> {
-    if !PostgresServer::names_postgres(dsn) {
+    if !names_postgres(dsn) {
         return None;
     }
     Some(match dsn.strip_prefix("pgsql:") {

@@ -14,7 +14,7 @@ pub(super) fn failure(
     error: impl std::error::Error + Send + Sync + 'static,
 ) -> Error {
     let said = said(&error);
-    Error::storage(format!("{name} {doing}: {}.", quoted(&said)), error)
+    Error::storage(worded(name, doing, &said), error)
 }
 
 /// A statement of `name`'s that failed while `doing`: one the server refused (a SQLSTATE) is a
@@ -29,10 +29,12 @@ pub(super) fn statement_failure(name: &str, doing: &str, error: tokio_postgres::
         code: 0,
         message: said(&error),
     };
-    Error::storage(
-        format!("{name} {doing}: {}.", quoted(&refused.message)),
-        refused,
-    )
+    Error::storage(worded(name, doing, &refused.message), refused)
+}
+
+/// "NAME DOING: "WHAT WAS SAID"." with the untrusted text quoted and bounded.
+fn worded(name: &str, doing: &str, said: &str) -> String {
+    format!("{name} {doing}: {}.", quoted(said))
 }
 
 /// An exchange that took longer than `limit`.

@@ -90,3 +90,24 @@ fn a_socket_directory_is_a_host() {
     let server = parse("pgsql:host=/run/postgresql;dbname=app").unwrap();
     assert_eq!(server.shown(), "/run/postgresql:5432/app");
 }
+
+#[test]
+fn a_dsn_of_another_database_names_its_driver_only_when_that_is_a_plain_name() {
+    assert_eq!(
+        PostgresServer::other_driver("sqlite:/tmp/locks.db"),
+        Some("sqlite")
+    );
+    assert_eq!(
+        PostgresServer::other_driver("mysql://u:pw@db/locks"),
+        Some("mysql")
+    );
+    assert_eq!(PostgresServer::other_driver("pgsql:host=db"), None);
+    assert_eq!(PostgresServer::other_driver("postgresql://db/locks"), None);
+    // Nothing that could be a secret is shown: no name before the colon, or not a plain one.
+    assert_eq!(PostgresServer::other_driver("s3cret@host:5432"), None);
+    assert_eq!(PostgresServer::other_driver("no colon at all"), None);
+    assert_eq!(
+        PostgresServer::other_driver(&format!("{}:x", "a".repeat(33))),
+        None
+    );
+}
